@@ -1,0 +1,52 @@
+# wattwatch — `make run` builds and triages the bundled demo; `make test` builds with ASan+UBSan
+# and runs every test. Both install what they need first (scripts/install-deps.sh, apt only).
+SHELL := /bin/bash
+JOBS ?= $(shell nproc)
+RELEASE := build/release
+ASAN := build/asan
+DEMO := out/demo
+
+.PHONY: all deps build run test asan bench fuzz clean format
+
+all: build
+
+deps:
+	@./scripts/install-deps.sh
+
+$(RELEASE)/build.ninja:
+	cmake -S . -B $(RELEASE) -G Ninja -DCMAKE_BUILD_TYPE=Release -DWATTWATCH_BENCH=ON
+
+build: deps $(RELEASE)/build.ninja
+	cmake --build $(RELEASE) -j $(JOBS)
+
+# The field report's job: 16 GPUs on 2 hosts, training, a rank-0 checkpoint, then an epoch-end
+# NCCL hang. Simulate it, then triage it as a user would.
+run: build
+	@mkdir -p $(DEMO)
+	$(RELEASE)/wattwatch simulate field-report --out $(DEMO)/node0.csv --out $(DEMO)/node1.csv --truth $(DEMO)/truth.csv
+	$(RELEASE)/wattwatch triage $(DEMO)/node0.csv $(DEMO)/node1.csv --json-out $(DEMO)/triage.json --labels $(DEMO)/labels.csv
+	@echo "JSON: $(DEMO)/triage.json  labels: $(DEMO)/labels.csv"
+
+$(ASAN)/build.ninja:
+	cmake -S . -B $(ASAN) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DWATTWATCH_SANITIZE=ON
+
+asan: deps $(ASAN)/build.ninja
+	cmake --build $(ASAN) -j $(JOBS)
+
+test: asan
+	cd $(ASAN) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	  ctest --output-on-failure -j $(JOBS)
+
+bench: build
+	./bench/run_all.sh $(RELEASE)
+
+fuzz: deps
+	cmake -S . -B build/fuzz -G Ninja -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
+	  -DCMAKE_BUILD_TYPE=RelWithDebInfo -DWATTWATCH_FUZZ=ON -DWATTWATCH_TESTS=OFF
+	cmake --build build/fuzz -j $(JOBS)
+
+format:
+	clang-format -i $$(git ls-files '*.cc' '*.h')
+
+clean:
+	rm -rf build out

@@ -1,0 +1,13 @@
+// Each subcommand registers itself on the CLI11 app. A command's callback runs it and stores the
+// process exit code in *exit_code. Commands hold no logic beyond parsing flags and printing: the
+// work is done by the library under src/.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace ww::app {
+
+void AddTriageCommand(CLI::App& app, int* exit_code);
+void AddSimulateCommand(CLI::App& app, int* exit_code);
+
+}  // namespace ww::app

@@ -1,0 +1,33 @@
+// TelemetrySource: the seam between where GPU readings come from (a log file, NVML, the
+// simulator) and everything that consumes them. Production, replay and tests share one interface.
+// Ownership: the caller owns the source. Thread-safety: a source is used by one thread at a time.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/sample.h"
+#include "core/status.h"
+
+namespace ww {
+
+class TelemetrySource {
+ public:
+  virtual ~TelemetrySource() = default;
+
+  // Appends the next batch of samples (usually one sampling tick) to *out, in nondecreasing
+  // timestamp order across calls. Appends nothing once the source is exhausted.
+  // A non-ok Status is unusable input or a failed device; the message names file, line and field.
+  virtual Status Next(std::vector<GpuSample>* out) = 0;
+
+  // Host names, indexed by GpuKey::host. Stable once the first batch was returned.
+  virtual const std::vector<std::string>& hosts() const = 0;
+
+  // What is known about each GPU seen so far (name, uuid); may grow as samples arrive.
+  virtual std::vector<GpuInfo> gpus() const { return {}; }
+
+  // Rows or readings skipped so far, with the reasons, for "documented skip" reporting.
+  virtual std::vector<std::string> warnings() const { return {}; }
+};
+
+}  // namespace ww
