@@ -1,6 +1,77 @@
+// `wattwatch simulate`: flags only; the simulator is src/telemetry/sim.
+#include <iostream>
+
 #include "commands.h"
+#include "core/exit_codes.h"
+#include "telemetry/sim/simulator.h"
+
 namespace ww::app {
-void AddSimulateCommand(CLI::App& app, int* exit_code) {
-  app.add_subcommand("simulate", "Write simulated nvidia-smi logs with ground truth");
+namespace {
+
+struct SimulateFlags {
+  std::string scenario;
+  sim::ScenarioOptions options;
+  sim::WriteOptions write;
+};
+
+int RunSimulate(const SimulateFlags& f) {
+  auto config = sim::MakeScenario(f.scenario, f.options);
+  if (!config.ok()) {
+    std::cerr << "wattwatch simulate: " << config.status().message() << "\n";
+    return kExitBadInput;
+  }
+  auto paths = sim::WriteScenario(*config, f.write);
+  if (!paths.ok()) {
+    std::cerr << "wattwatch simulate: " << paths.status().message() << "\n";
+    return kExitBadInput;
+  }
+  std::cerr << "simulated '" << f.scenario << "' on " << config->hosts << "x"
+            << config->gpus_per_host << " " << config->model.name << " at "
+            << config->interval_ms << " ms:";
+  for (const auto& p : *paths) std::cerr << " " << p;
+  std::cerr << "\n";
+  return kExitOk;
 }
+
+}  // namespace
+
+void AddSimulateCommand(CLI::App& app, int* exit_code) {
+  auto flags = std::make_shared<SimulateFlags>();
+  std::string names;
+  for (const auto& n : sim::ScenarioNames()) names += " " + n;
+  CLI::App* cmd = app.add_subcommand(
+      "simulate",
+      "Write nvidia-smi logs of a simulated training job, with the ground truth of every sample.");
+  cmd->footer("Scenarios:" + names + R"(
+
+The simulator models the sensors, not only the states: power.draw is a ~1 s average of
+instantaneous power, utilization.gpu the busy share of the last sample period, clocks fall after
+idle, a power cap throttles clocks.
+
+Examples:
+  wattwatch simulate field-report --out-dir demo --truth demo/truth.csv
+  wattwatch simulate hang-exit --model a100 --interval-ms 1000 --out gpu.csv
+  wattwatch simulate healthy --model "NVIDIA RTX PRO 6000:600:30" --out gpu.csv
+
+Exit codes: 0 written; 2 bad scenario, model or path.)");
+  cmd->add_option("scenario", flags->scenario, "scenario name")->required();
+  cmd->add_option("--out", flags->write.out_paths, "log file per host, in host order");
+  cmd->add_option("--out-dir", flags->write.out_dir, "write DIR/<host>.csv for every host");
+  cmd->add_option("--truth", flags->write.truth_csv, "ground truth: host,timestamp,gpu,state");
+  cmd->add_option("--truth-json", flags->write.truth_json,
+                  "ground-truth hang episodes, culprits and communication share");
+  cmd->add_flag("--minimal-columns", flags->write.minimal_columns,
+                "log only timestamp, power.draw, utilization.gpu, memory.used (no index)");
+  cmd->add_option("--model", flags->options.model,
+                  "GPU model: h100, a100, b300, b200, h200, l40s, or NAME:TDP_W:IDLE_W");
+  cmd->add_option("--hosts", flags->options.hosts, "hosts (default: the scenario's)")
+      ->check(CLI::Range(1, 64));
+  cmd->add_option("--gpus-per-host", flags->options.gpus_per_host, "GPUs per host (default 8)")
+      ->check(CLI::Range(1, 16));
+  cmd->add_option("--interval-ms", flags->options.interval_ms, "sampling interval (default 100)");
+  cmd->add_option("--power-cap-w", flags->options.power_cap_w, "power limit below the TDP");
+  cmd->add_option("--seed", flags->options.seed, "random seed (default 1)");
+  cmd->callback([flags, exit_code] { *exit_code = RunSimulate(*flags); });
+}
+
 }  // namespace ww::app

@@ -1,6 +1,133 @@
+// `wattwatch triage`: flags and printing only; the work is in src/triage and src/report.
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+
 #include "commands.h"
+#include "core/exit_codes.h"
+#include "report/labels_writer.h"
+#include "report/triage_report.h"
+#include "telemetry/replay/nvsmi_log.h"
+#include "triage/run.h"
+
 namespace ww::app {
-void AddTriageCommand(CLI::App& app, int* exit_code) {
-  app.add_subcommand("triage", "Classify GPU telemetry logs");
+namespace {
+
+struct TriageFlags {
+  std::vector<std::string> files;
+  bool json = false;
+  std::string json_out;
+  std::string labels;
+  bool fail_on_hang = false;
+  std::string query;
+  int64_t interval_ms = 0;
+  double hang_confirm_s = 45;
+  double max_checkpoint_s = 1800;
+  std::string color = "auto";
+};
+
+int RunTriage(const TriageFlags& f) {
+  ReplayOptions ro;
+  ro.query = f.query;
+  ro.interval_ms = f.interval_ms;
+  auto source = OpenReplay(f.files, ro);
+  if (!source.ok()) {
+    std::cerr << "wattwatch triage: " << source.status().message() << "\n";
+    return kExitBadInput;
+  }
+  const auto& hosts = (*source)->hosts();
+  triage::TriageOptions opts;
+  opts.hang_confirm_s = f.hang_confirm_s;
+  opts.max_checkpoint_s = f.max_checkpoint_s;
+
+  report::ObserverFanout fanout;
+  std::FILE* labels_file = nullptr;
+  std::unique_ptr<report::LabelsCsvWriter> labels;
+  if (!f.labels.empty()) {
+    labels_file = f.labels == "-" ? stdout : std::fopen(f.labels.c_str(), "w");
+    if (!labels_file) {
+      std::cerr << "wattwatch triage: " << f.labels << ": cannot write\n";
+      return kExitBadInput;
+    }
+    labels = std::make_unique<report::LabelsCsvWriter>(labels_file, hosts, false);
+    fanout.Add(labels.get());
+  }
+  triage::TriageEngine engine(opts, &fanout);
+  Status st = triage::RunToEnd(**source, engine);
+  if (labels) labels->Flush();
+  if (labels_file && labels_file != stdout) std::fclose(labels_file);
+  if (!st.ok()) {
+    std::cerr << "wattwatch triage: " << st.message() << "\n";
+    return kExitBadInput;
+  }
+  auto rep = report::MakeReport(engine, hosts, (*source)->warnings());
+  if (!f.json_out.empty()) {
+    std::ofstream out(f.json_out);
+    out << report::RenderJson(rep).dump(2) << "\n";
+    if (!out) {
+      std::cerr << "wattwatch triage: " << f.json_out << ": cannot write\n";
+      return kExitBadInput;
+    }
+  }
+  if (f.json) {
+    std::cout << report::RenderJson(rep).dump(2) << "\n";
+  } else if (f.labels != "-") {
+    const bool color = f.color == "always" || (f.color == "auto" && isatty(STDOUT_FILENO));
+    std::cout << report::RenderText(rep, color);
+  }
+  if (f.fail_on_hang && !rep.hang_episodes.empty()) return kExitHang;
+  return kExitOk;
 }
+
+}  // namespace
+
+void AddTriageCommand(CLI::App& app, int* exit_code) {
+  auto flags = std::make_shared<TriageFlags>();
+  CLI::App* cmd = app.add_subcommand(
+      "triage",
+      "Say what every GPU of a job was doing over time: compute, communication, data_starved, "
+      "checkpoint, hang or idle, with hang episodes, their culprit ranks and the GPU-hours they "
+      "wasted.");
+  cmd->footer(R"(Input: nvidia-smi logs as you have them, one file per host of one job:
+  nvidia-smi --query-gpu=timestamp,index,name,power.draw,power.limit,utilization.gpu,\
+             utilization.memory,memory.used --format=csv -lms 100 > $(hostname).csv
+Any column order or subset, with or without units/header (then pass --query), or
+`nvidia-smi dmon` output. Host = file name without extension.
+
+Why power: utilization reads 100 % while an NCCL collective spins in a deadlock; board power
+does not lie. Every hang comes with the reasons, so you can check the call by eye.
+
+Examples:
+  wattwatch triage node0.csv node1.csv
+  wattwatch triage node*.csv --json > triage.json
+  wattwatch triage gpu.csv --labels labels.csv --fail-on-hang
+
+Exit codes: 0 triage ran; 2 unusable input (the message names file, line and field);
+3 a hang was found and --fail-on-hang was given.)");
+  cmd->add_option("files", flags->files, "nvidia-smi CSV or dmon logs, one per host")
+      ->required()
+      ->check(CLI::ExistingFile);
+  cmd->add_flag("--json", flags->json, "print the result as JSON instead of the summary");
+  cmd->add_option("--json-out", flags->json_out, "also write the JSON result to this file");
+  cmd->add_option("--labels", flags->labels,
+                  "write one `host,timestamp,gpu,state` row per input sample ('-': stdout)");
+  cmd->add_flag("--fail-on-hang", flags->fail_on_hang, "exit 3 when a hang was found");
+  cmd->add_option("--query", flags->query,
+                  "the --query-gpu list of a headerless (csv,noheader) log");
+  cmd->add_option("--interval-ms", flags->interval_ms,
+                  "sampling interval of a log without timestamps")
+      ->check(CLI::Range(int64_t{1}, int64_t{3600000}));
+  cmd->add_option("--hang-confirm-s", flags->hang_confirm_s,
+                  "seconds of spin with nobody working before it is a hang (default 45)")
+      ->check(CLI::Range(1.0, 86400.0));
+  cmd->add_option("--max-checkpoint-s", flags->max_checkpoint_s,
+                  "peers waiting on a quiet rank longer than this is a hang (default 1800)")
+      ->check(CLI::Range(1.0, 1e7));
+  cmd->add_option("--color", flags->color, "auto, always or never")
+      ->check(CLI::IsMember({"auto", "always", "never"}));
+  cmd->callback([flags, exit_code] { *exit_code = RunTriage(*flags); });
+}
+
 }  // namespace ww::app

@@ -44,6 +44,7 @@ struct GpuSample {
   std::optional<double> sm_occupancy_ratio;       // GPM, 0..1
   std::optional<double> tensor_activity_ratio;    // GPM, 0..1
   std::optional<double> dram_bw_util_ratio;       // GPM, 0..1
+  std::optional<double> power_mean_w;  // exact mean power since the previous reading (energy counter)
 };
 
 // What a source knows about a GPU beyond its readings.

@@ -1,0 +1,222 @@
+#include "report/triage_report.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "core/timefmt.h"
+
+namespace ww::report {
+namespace {
+
+std::string HostName(const TriageReport& r, uint16_t host) {
+  return host < r.hosts.size() ? r.hosts[host] : fmt::format("host{}", host);
+}
+
+std::string GpuLabel(const TriageReport& r, GpuKey k) {
+  return fmt::format("{}/GPU{}", HostName(r, k.host), k.gpu);
+}
+
+std::string Duration(double s) {
+  if (s < 60) return fmt::format("{:.1f} s", s);
+  const int64_t t = static_cast<int64_t>(s + 0.5);
+  if (t < 3600) return fmt::format("{}m{:02d}s", t / 60, t % 60);
+  return fmt::format("{}h{:02d}m{:02d}s", t / 3600, (t / 60) % 60, t % 60);
+}
+
+std::string GpuList(const TriageReport& r, const std::vector<GpuKey>& keys) {
+  // Compact: "node1/GPU3, node1/GPU5" or "16 GPUs (node0/GPU0-7, node1/GPU0-7)".
+  if (keys.size() <= 4) {
+    std::string s;
+    for (GpuKey k : keys) s += (s.empty() ? "" : ", ") + GpuLabel(r, k);
+    return s.empty() ? "none" : s;
+  }
+  std::string s = fmt::format("{} GPUs (", keys.size());
+  size_t i = 0;
+  bool first = true;
+  while (i < keys.size()) {
+    size_t j = i;
+    while (j + 1 < keys.size() && keys[j + 1].host == keys[i].host &&
+           keys[j + 1].gpu == keys[j].gpu + 1) {
+      ++j;
+    }
+    s += (first ? "" : ", ") + HostName(r, keys[i].host) +
+         (i == j ? fmt::format("/GPU{}", keys[i].gpu)
+                 : fmt::format("/GPU{}-{}", keys[i].gpu, keys[j].gpu));
+    first = false;
+    i = j + 1;
+  }
+  return s + ")";
+}
+
+nlohmann::json KeyJson(const TriageReport& r, GpuKey k) {
+  return {{"host", HostName(r, k.host)}, {"gpu", k.gpu}};
+}
+
+}  // namespace
+
+double TriageReport::wasted_gpu_hours() const {
+  double h = 0;
+  for (const auto& e : hang_episodes) h += e.wasted_gpu_hours();
+  return h;
+}
+
+std::optional<double> TriageReport::comm_share() const {
+  double c = 0, m = 0;
+  for (const auto& g : gpus) {
+    c += g.seconds[static_cast<size_t>(GpuState::kCompute)];
+    m += g.seconds[static_cast<size_t>(GpuState::kCommunication)];
+  }
+  if (c + m <= 0) return std::nullopt;
+  return m / (c + m);
+}
+
+TriageReport MakeReport(const triage::TriageEngine& engine, std::vector<std::string> hosts,
+                        std::vector<std::string> warnings) {
+  TriageReport r;
+  r.hosts = std::move(hosts);
+  r.gpus = engine.gpu_stats();
+  r.hang_episodes = engine.hang_episodes();
+  r.checkpoints = engine.checkpoints();
+  r.warnings = std::move(warnings);
+  r.notes = engine.notes();
+  r.first_ms = engine.first_timestamp_ms();
+  r.last_ms = engine.last_timestamp_ms();
+  return r;
+}
+
+std::string RenderText(const TriageReport& r, bool color) {
+  std::string out;
+  auto ts = [&](int64_t ms) { return FormatIsoMs(ms, r.with_zone); };
+  const double span_s = static_cast<double>(r.last_ms - r.first_ms) / 1000.0;
+  int64_t samples = 0;
+  for (const auto& g : r.gpus) samples += g.samples;
+  out += fmt::format("wattwatch triage: {} host{}, {} GPUs, {} .. {} ({}), {} samples\n\n",
+                     r.hosts.size(), r.hosts.size() == 1 ? "" : "s", r.gpus.size(),
+                     ts(r.first_ms), ts(r.last_ms), Duration(span_s), samples);
+  const char* red = color ? "\033[1;31m" : "";
+  const char* green = color ? "\033[1;32m" : "";
+  const char* reset = color ? "\033[0m" : "";
+
+  if (r.hang_episodes.empty()) {
+    out += fmt::format("{}No hang.{}\n", green, reset);
+  }
+  for (size_t i = 0; i < r.hang_episodes.size(); ++i) {
+    const auto& e = r.hang_episodes[i];
+    const double dur = static_cast<double>(e.end_ms - e.start_ms) / 1000.0;
+    out += fmt::format(
+        "{}HANG {}{}: {} stuck from {} to {}{} ({}); confirmed at {} (+{:.1f} s)\n", red, i + 1,
+        reset, GpuList(r, e.gpus), ts(e.start_ms), ts(e.end_ms),
+        e.ongoing ? " (still stuck at the end of the log)" : "", Duration(dur),
+        ts(e.detected_at_ms), static_cast<double>(e.detected_at_ms - e.start_ms) / 1000.0);
+    out += fmt::format("  culprit{}: {}\n", e.culprits.size() == 1 ? "" : "s",
+                       e.culprits.empty() ? "unknown" : GpuList(r, e.culprits));
+    out += fmt::format("  wasted: {:.2f} GPU-hours\n", e.wasted_gpu_hours());
+    for (const auto& reason : e.reasons) out += fmt::format("  - {}\n", reason);
+  }
+  if (!r.hang_episodes.empty()) {
+    out += fmt::format("Total wasted: {:.2f} GPU-hours\n", r.wasted_gpu_hours());
+  }
+  if (!r.checkpoints.empty()) {
+    double total = 0;
+    for (const auto& c : r.checkpoints) total += static_cast<double>(c.end_ms - c.start_ms) / 1000.0;
+    out += fmt::format("\nCheckpoints: {} ({} in all)\n", r.checkpoints.size(), Duration(total));
+    for (const auto& c : r.checkpoints) {
+      out += fmt::format("  {} .. {} ({}): {}\n", ts(c.start_ms), ts(c.end_ms),
+                         Duration(static_cast<double>(c.end_ms - c.start_ms) / 1000.0),
+                         c.all_ranks ? "all ranks saving"
+                                     : "peers waited on " + GpuList(r, c.writers));
+    }
+  }
+
+  out += "\nShare of time per state (comm share = communication / (compute + communication)):\n";
+  out += fmt::format("{:<14} {:>4} {:>7} {:>8} {:>7} {:>8} {:>7} {:>6} {:>6}\n", "host", "gpu",
+                     "idle", "compute", "comm", "starved", "ckpt", "hang", "comm%");
+  std::array<double, kNumGpuStates> job{};
+  for (const auto& g : r.gpus) {
+    const double total = g.total_seconds();
+    std::string row = fmt::format("{:<14} {:>4}", HostName(r, g.key.host), g.key.gpu);
+    for (size_t s = 0; s < kNumGpuStates; ++s) {
+      job[s] += g.seconds[s];
+      row += fmt::format(" {:>{}}", total > 0 ? fmt::format("{:.1f}%", 100 * g.seconds[s] / total)
+                                              : std::string("-"),
+                         s == 1 || s == 3 ? 8 : (s == 5 ? 6 : 7));
+    }
+    auto cs = g.comm_share();
+    row += fmt::format(" {:>6}", cs ? fmt::format("{:.0f}%", 100 * *cs) : std::string("-"));
+    out += row + "\n";
+  }
+  double job_total = 0;
+  for (double v : job) job_total += v;
+  if (r.gpus.size() > 1 && job_total > 0) {
+    std::string row = fmt::format("{:<14} {:>4}", "job", "all");
+    for (size_t s = 0; s < kNumGpuStates; ++s) {
+      row += fmt::format(" {:>{}}", fmt::format("{:.1f}%", 100 * job[s] / job_total),
+                         s == 1 || s == 3 ? 8 : (s == 5 ? 6 : 7));
+    }
+    auto cs = r.comm_share();
+    row += fmt::format(" {:>6}", cs ? fmt::format("{:.0f}%", 100 * *cs) : std::string("-"));
+    out += row + "\n";
+  }
+  if (!r.notes.empty() || !r.warnings.empty()) out += "\n";
+  for (const auto& n : r.notes) out += "note: " + n + "\n";
+  for (const auto& w : r.warnings) out += "skipped: " + w + "\n";
+  return out;
+}
+
+nlohmann::json RenderJson(const TriageReport& r) {
+  using nlohmann::json;
+  auto ts = [&](int64_t ms) { return FormatIsoMs(ms, r.with_zone); };
+  json hosts = json::array();
+  for (size_t h = 0; h < r.hosts.size(); ++h) {
+    json gpus = json::array();
+    for (const auto& g : r.gpus) {
+      if (g.key.host != h) continue;
+      json seconds = json::object();
+      for (size_t s = 0; s < kNumGpuStates; ++s) {
+        seconds[std::string(kGpuStateNames[s])] = std::round(g.seconds[s] * 1000) / 1000;
+      }
+      json gj = {{"gpu", g.key.gpu},     {"name", g.name},     {"samples", g.samples},
+                 {"seconds", seconds},   {"calibration", g.calibration}};
+      auto cs = g.comm_share();
+      gj["comm_share"] = cs ? json(std::round(*cs * 10000) / 10000) : json(nullptr);
+      gpus.push_back(std::move(gj));
+    }
+    hosts.push_back({{"host", r.hosts[h]}, {"gpus", std::move(gpus)}});
+  }
+  json episodes = json::array();
+  for (const auto& e : r.hang_episodes) {
+    json gpus = json::array(), culprits = json::array();
+    for (GpuKey k : e.gpus) gpus.push_back(KeyJson(r, k));
+    for (GpuKey k : e.culprits) culprits.push_back(KeyJson(r, k));
+    episodes.push_back({{"start", ts(e.start_ms)},
+                        {"detected_at", ts(e.detected_at_ms)},
+                        {"end", ts(e.end_ms)},
+                        {"ongoing", e.ongoing},
+                        {"gpus", gpus},
+                        {"culprits", culprits},
+                        {"reasons", e.reasons},
+                        {"wasted_gpu_hours", std::round(e.wasted_gpu_hours() * 10000) / 10000}});
+  }
+  json checkpoints = json::array();
+  for (const auto& c : r.checkpoints) {
+    json writers = json::array();
+    for (GpuKey k : c.writers) writers.push_back(KeyJson(r, k));
+    checkpoints.push_back({{"start", ts(c.start_ms)},
+                           {"end", ts(c.end_ms)},
+                           {"all_ranks", c.all_ranks},
+                           {"writers", writers}});
+  }
+  auto cs = r.comm_share();
+  return {{"start", ts(r.first_ms)},
+          {"end", ts(r.last_ms)},
+          {"hosts", hosts},
+          {"hang_episodes", episodes},
+          {"wasted_gpu_hours", std::round(r.wasted_gpu_hours() * 10000) / 10000},
+          {"comm_share", cs ? json(std::round(*cs * 10000) / 10000) : json(nullptr)},
+          {"checkpoints", checkpoints},
+          {"notes", r.notes},
+          {"warnings", r.warnings}};
+}
+
+}  // namespace ww::report

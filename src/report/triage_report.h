@@ -1,0 +1,38 @@
+// Renders a triage result for people (text) and machines (JSON). The JSON names are a contract
+// other tools read: hosts[].gpus[].seconds.<state>, hang_episodes[].{start, detected_at, end,
+// gpus, culprits, reasons}, wasted_gpu_hours.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "triage/engine.h"
+
+namespace ww::report {
+
+struct TriageReport {
+  std::vector<std::string> hosts;  // indexed by GpuKey::host
+  std::vector<triage::GpuStats> gpus;
+  std::vector<triage::HangEpisode> hang_episodes;
+  std::vector<triage::CheckpointEpisode> checkpoints;
+  std::vector<std::string> warnings;  // documented skips from the readers
+  std::vector<std::string> notes;     // from the engine
+  int64_t first_ms = 0;
+  int64_t last_ms = 0;
+  bool with_zone = false;  // print timestamps with "Z" (the input carried a zone)
+
+  double wasted_gpu_hours() const;
+  // Job-wide communication share of training time; nullopt without training.
+  std::optional<double> comm_share() const;
+};
+
+// Collects a finished engine's results.
+TriageReport MakeReport(const triage::TriageEngine& engine, std::vector<std::string> hosts,
+                        std::vector<std::string> warnings);
+
+std::string RenderText(const TriageReport& report, bool color = false);
+nlohmann::json RenderJson(const TriageReport& report);
+
+}  // namespace ww::report

@@ -1,0 +1,50 @@
+// LineReader: streams a file line by line with a fixed-size buffer (no whole-file loads), so a
+// multi-gigabyte log is read in bounded memory. Lines are returned without the trailing "\n" or
+// "\r\n". Not thread-safe; owned by one reader.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/status.h"
+
+namespace ww {
+
+class LineReader {
+ public:
+  // Lines longer than max_line_bytes are an error (a binary or corrupt file), not an allocation.
+  static Result<std::unique_ptr<LineReader>> Open(const std::string& path,
+                                                  size_t max_line_bytes = 1 << 20);
+  ~LineReader();
+  LineReader(const LineReader&) = delete;
+  LineReader& operator=(const LineReader&) = delete;
+
+  // Sets *line to the next line (valid until the next call) and returns true; false at the end.
+  // *complete is false for a last line that had no newline (a log cut off mid-write).
+  Result<bool> Next(std::string_view* line, bool* complete);
+
+  // 1-based number of the line last returned.
+  int64_t line_number() const { return line_number_; }
+  uint64_t bytes_read() const { return bytes_read_; }
+  const std::string& path() const { return path_; }
+
+ private:
+  LineReader(std::string path, int fd, size_t max_line_bytes);
+  Status Fill();
+
+  std::string path_;
+  int fd_;
+  size_t max_line_bytes_;
+  std::vector<char> buf_;
+  size_t begin_ = 0;  // start of unread data in buf_
+  size_t end_ = 0;    // end of valid data in buf_
+  bool eof_ = false;
+  int64_t line_number_ = 0;
+  uint64_t bytes_read_ = 0;
+};
+
+}  // namespace ww

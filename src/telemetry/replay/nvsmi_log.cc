@@ -1,0 +1,904 @@
+#include "telemetry/replay/nvsmi_log.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <deque>
+#include <map>
+#include <queue>
+#include <unordered_map>
+
+#include <fmt/format.h>
+
+#include "core/timefmt.h"
+#include "telemetry/replay/line_reader.h"
+
+namespace ww {
+namespace {
+
+enum class Col : uint8_t {
+  kIgnore,
+  kTimestamp,
+  kDate,  // dmon -o D: YYYYMMDD
+  kTime,  // dmon -o T: HH:MM:SS
+  kIndex,
+  kName,
+  kUuid,
+  kBusId,
+  kPowerAvg,
+  kPowerInstant,
+  kPowerLimit,
+  kEnforcedLimit,
+  kUtilGpu,
+  kUtilMem,
+  kClockSm,
+  kClockMem,
+  kTemp,
+  kMemUsed,
+  kMemTotal,
+  kPstate,
+  kReasonsMask,  // clocks_event_reasons.active as a hex bitmask
+  kReasonBit,    // clocks_event_reasons.<name>: "Active" / "Not Active"
+};
+
+struct Column {
+  Col col = Col::kIgnore;
+  uint64_t bit = 0;
+  std::string name;  // as written in the header, for messages
+};
+
+std::string_view Trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
+  return s;
+}
+
+std::string Lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+// NVML clock event reason bits (nvml.h: nvmlClocksEventReason*).
+const std::map<std::string, uint64_t, std::less<>>& ReasonBits() {
+  static const std::map<std::string, uint64_t, std::less<>> bits = {
+      {"gpu_idle", 0x1},
+      {"applications_clocks_setting", 0x2},
+      {"sw_power_cap", 0x4},
+      {"hw_slowdown", 0x8},
+      {"sync_boost", 0x10},
+      {"sw_thermal_slowdown", 0x20},
+      {"hw_thermal_slowdown", 0x40},
+      {"hw_power_brake_slowdown", 0x80},
+      {"display_clock_setting", 0x100},
+  };
+  return bits;
+}
+
+// Maps a --query-gpu / CSV header name (units stripped, lower case) to a column.
+Column MapCsvName(std::string_view raw) {
+  Column c;
+  c.name = std::string(Trim(raw));
+  std::string name = Lower(c.name);
+  if (auto bracket = name.find('['); bracket != std::string::npos) name.resize(bracket);
+  name = std::string(Trim(name));
+  static const std::unordered_map<std::string, Col> kNames = {
+      {"timestamp", Col::kTimestamp},
+      {"index", Col::kIndex},
+      {"name", Col::kName},
+      {"gpu_name", Col::kName},
+      {"uuid", Col::kUuid},
+      {"gpu_uuid", Col::kUuid},
+      {"pci.bus_id", Col::kBusId},
+      {"gpu_bus_id", Col::kBusId},
+      {"power.draw", Col::kPowerAvg},
+      {"power.draw.average", Col::kPowerAvg},
+      {"power.draw.instant", Col::kPowerInstant},
+      {"power.limit", Col::kPowerLimit},
+      {"enforced.power.limit", Col::kEnforcedLimit},
+      {"power.limit.enforced", Col::kEnforcedLimit},
+      {"utilization.gpu", Col::kUtilGpu},
+      {"utilization.memory", Col::kUtilMem},
+      {"clocks.sm", Col::kClockSm},
+      {"clocks.current.sm", Col::kClockSm},
+      {"clocks.mem", Col::kClockMem},
+      {"clocks.memory", Col::kClockMem},
+      {"clocks.current.memory", Col::kClockMem},
+      {"temperature.gpu", Col::kTemp},
+      {"memory.used", Col::kMemUsed},
+      {"memory.total", Col::kMemTotal},
+      {"pstate", Col::kPstate},
+      {"clocks_event_reasons.active", Col::kReasonsMask},
+      {"clocks_throttle_reasons.active", Col::kReasonsMask},
+  };
+  if (auto it = kNames.find(name); it != kNames.end()) {
+    c.col = it->second;
+    return c;
+  }
+  for (std::string_view prefix : {"clocks_event_reasons.", "clocks_throttle_reasons."}) {
+    if (name.rfind(prefix, 0) == 0) {
+      auto it = ReasonBits().find(std::string_view(name).substr(prefix.size()));
+      if (it != ReasonBits().end()) {
+        c.col = Col::kReasonBit;
+        c.bit = it->second;
+      }
+    }
+  }
+  return c;
+}
+
+// dmon column names (`nvidia-smi dmon -s pucm -o DT`).
+Column MapDmonName(std::string_view raw) {
+  Column c;
+  c.name = std::string(raw);
+  static const std::unordered_map<std::string, Col> kNames = {
+      {"date", Col::kDate},   {"time", Col::kTime},      {"gpu", Col::kIndex},
+      {"idx", Col::kIndex},   {"pwr", Col::kPowerAvg},   {"gtemp", Col::kTemp},
+      {"sm", Col::kUtilGpu},  {"mem", Col::kUtilMem},    {"mclk", Col::kClockMem},
+      {"pclk", Col::kClockSm}, {"fb", Col::kMemUsed},
+  };
+  if (auto it = kNames.find(Lower(raw)); it != kNames.end()) c.col = it->second;
+  return c;
+}
+
+enum class Parse { kOk, kMissing, kBad, kImplausible };
+
+// Parses a numeric reading: "547.12 W", "547.12", "91 %", "0x0000000000000004", "[N/A]", "-".
+Parse ParseNumber(std::string_view s, double* out) {
+  s = Trim(s);
+  if (s.empty() || s == "-" || s == "N/A" || s.front() == '[') return Parse::kMissing;
+  // Strip a trailing unit: letters and '%' after the number.
+  size_t end = s.size();
+  while (end > 0 && (std::isalpha(static_cast<unsigned char>(s[end - 1])) || s[end - 1] == '%')) {
+    --end;
+  }
+  std::string_view num = Trim(s.substr(0, end));
+  if (num.empty()) return Parse::kBad;
+  double v = 0;
+  auto [ptr, ec] = std::from_chars(num.data(), num.data() + num.size(), v);
+  if (ec == std::errc::result_out_of_range) return Parse::kImplausible;
+  if (ec != std::errc() || ptr != num.data() + num.size()) return Parse::kBad;
+  if (!std::isfinite(v)) return Parse::kImplausible;
+  *out = v;
+  return Parse::kOk;
+}
+
+struct Range {
+  double lo, hi;
+};
+
+Range PlausibleRange(Col col) {
+  switch (col) {
+    case Col::kPowerAvg:
+    case Col::kPowerInstant:
+    case Col::kPowerLimit:
+    case Col::kEnforcedLimit:
+      return {0, 5000};
+    case Col::kUtilGpu:
+    case Col::kUtilMem:
+      return {0, 100};
+    case Col::kClockSm:
+    case Col::kClockMem:
+      return {0, 20000};
+    case Col::kTemp:
+      return {-60, 200};
+    case Col::kMemUsed:
+    case Col::kMemTotal:
+      return {0, 16.0 * 1024 * 1024};  // 16 TiB in MiB
+    default:
+      return {-1e300, 1e300};
+  }
+}
+
+std::optional<double>* FieldFor(GpuSample& s, Col col) {
+  switch (col) {
+    case Col::kPowerAvg: return &s.power_w;
+    case Col::kPowerInstant: return &s.power_instant_w;
+    case Col::kPowerLimit: return &s.power_limit_w;
+    case Col::kEnforcedLimit: return &s.power_limit_w;
+    case Col::kUtilGpu: return &s.util_gpu_pct;
+    case Col::kUtilMem: return &s.util_mem_pct;
+    case Col::kClockSm: return &s.sm_clock_mhz;
+    case Col::kClockMem: return &s.mem_clock_mhz;
+    case Col::kTemp: return &s.temperature_c;
+    case Col::kMemUsed: return &s.mem_used_mib;
+    case Col::kMemTotal: return &s.mem_total_mib;
+    default: return nullptr;
+  }
+}
+
+// Warnings grouped by kind: a count and the first few messages.
+class Warnings {
+ public:
+  void Add(const std::string& kind, std::string message) {
+    auto& w = by_kind_[kind];
+    if (w.count++ < 3) w.examples.push_back(std::move(message));
+  }
+  std::vector<std::string> Render() const {
+    std::vector<std::string> out;
+    for (const auto& [kind, w] : by_kind_) {
+      std::string line = fmt::format("{} ({} time{})", kind, w.count, w.count == 1 ? "" : "s");
+      for (const auto& e : w.examples) line += "; " + e;
+      out.push_back(std::move(line));
+    }
+    return out;
+  }
+
+ private:
+  struct Kind {
+    int64_t count = 0;
+    std::vector<std::string> examples;
+  };
+  std::map<std::string, Kind> by_kind_;
+};
+
+struct Row {
+  int64_t line = 0;
+  int64_t timestamp_ms = 0;
+  bool has_time = false;
+  std::optional<int> index;
+  std::string id;  // uuid or bus id when there is no index
+  GpuSample sample;
+};
+
+class NvsmiLogSource final : public TelemetrySource {
+ public:
+  NvsmiLogSource(std::unique_ptr<LineReader> reader, std::string host, uint16_t host_index,
+                 ReplayOptions options)
+      : reader_(std::move(reader)),
+        hosts_{std::move(host)},
+        host_index_(host_index),
+        options_(std::move(options)) {}
+
+  Status Init() {
+    if (!options_.query.empty()) {
+      std::string_view q = options_.query;
+      size_t pos = 0;
+      while (pos <= q.size()) {
+        size_t comma = q.find(',', pos);
+        if (comma == std::string_view::npos) comma = q.size();
+        columns_.push_back(MapCsvName(q.substr(pos, comma - pos)));
+        pos = comma + 1;
+      }
+      return FinishHeader(0);
+    }
+    // The first non-empty line is the header.
+    std::string_view line;
+    bool complete;
+    for (;;) {
+      auto r = reader_->Next(&line, &complete);
+      if (!r.ok()) return r.status();
+      if (!*r) return Status::InvalidInput(fmt::format("{}: empty file", reader_->path()));
+      if (!Trim(line).empty()) break;
+    }
+    const int64_t n = reader_->line_number();
+    if (line.find('\0') != std::string_view::npos) {
+      return Status::InvalidInput(fmt::format("{}:{}: binary data, not a telemetry log",
+                                              reader_->path(), n));
+    }
+    std::string_view t = Trim(line);
+    if (!t.empty() && t.front() == '#') {
+      dmon_ = true;
+      t.remove_prefix(1);
+      for (std::string_view tok : SplitWhitespace(t)) columns_.push_back(MapDmonName(tok));
+    } else {
+      SplitCsv(line);
+      for (std::string_view f : fields_) columns_.push_back(MapCsvName(f));
+    }
+    return FinishHeader(n);
+  }
+
+  Status Next(std::vector<GpuSample>* out) override {
+    if (positional_ && !positional_ready_) WW_RETURN_IF_ERROR(CalibratePositional());
+    for (;;) {
+      std::optional<Row> row;
+      if (!lookahead_.empty()) {
+        row = std::move(lookahead_.front());
+        lookahead_.pop_front();
+      } else {
+        auto r = ReadRow();
+        if (!r.ok()) return r.status();
+        row = std::move(*r);
+      }
+      if (!row) {
+        if (!pending_tick_.empty()) {
+          FlushTick(out);
+          return Status::Ok();
+        }
+        return Finish();
+      }
+      const bool tick_done = AssignGpu(*row);
+      if (tick_done && !pending_tick_.empty()) {
+        FlushTick(out);
+        AcceptIntoTick(std::move(*row));
+        return Status::Ok();
+      }
+      AcceptIntoTick(std::move(*row));
+    }
+  }
+
+  const std::vector<std::string>& hosts() const override { return hosts_; }
+  std::vector<GpuInfo> gpus() const override {
+    std::vector<GpuInfo> out;
+    for (const auto& [gpu, info] : infos_) out.push_back(info);
+    return out;
+  }
+  std::vector<std::string> warnings() const override {
+    auto lines = warnings_.Render();
+    for (auto& l : lines) l = reader_->path() + ": " + l;
+    return lines;
+  }
+
+ private:
+  static std::vector<std::string_view> SplitWhitespace(std::string_view s) {
+    std::vector<std::string_view> out;
+    size_t i = 0;
+    while (i < s.size()) {
+      while (i < s.size() && (s[i] == ' ' || s[i] == '\t')) ++i;
+      size_t j = i;
+      while (j < s.size() && s[j] != ' ' && s[j] != '\t') ++j;
+      if (j > i) out.push_back(s.substr(i, j - i));
+      i = j;
+    }
+    return out;
+  }
+
+  void SplitCsv(std::string_view line) {
+    fields_.clear();
+    size_t pos = 0;
+    for (;;) {
+      size_t comma = line.find(',', pos);
+      if (comma == std::string_view::npos) {
+        fields_.push_back(line.substr(pos));
+        break;
+      }
+      fields_.push_back(line.substr(pos, comma - pos));
+      pos = comma + 1;
+    }
+  }
+
+  Status FinishHeader(int64_t line) {
+    int known = 0;
+    for (size_t i = 0; i < columns_.size(); ++i) {
+      const Column& c = columns_[i];
+      if (c.col == Col::kIgnore) continue;
+      ++known;
+      if (c.col == Col::kTimestamp) ts_col_ = static_cast<int>(i);
+      if (c.col == Col::kDate) date_col_ = static_cast<int>(i);
+      if (c.col == Col::kTime) time_col_ = static_cast<int>(i);
+      if (c.col == Col::kIndex) index_col_ = static_cast<int>(i);
+      if (c.col == Col::kUuid) uuid_col_ = static_cast<int>(i);
+      if (c.col == Col::kBusId) bus_col_ = static_cast<int>(i);
+      if (c.col == Col::kName) name_col_ = static_cast<int>(i);
+    }
+    const std::string where = options_.query.empty()
+                                  ? fmt::format("{}:{}", reader_->path(), line)
+                                  : fmt::format("--query '{}'", options_.query);
+    if (known == 0 || (ts_col_ < 0 && time_col_ < 0 && index_col_ < 0 && !HasReading())) {
+      return Status::InvalidInput(fmt::format(
+          "{}: not an nvidia-smi log header (expected columns such as timestamp, index, "
+          "power.draw, utilization.gpu; for --format=csv,noheader files pass --query)",
+          where));
+    }
+    if (!HasReading()) {
+      return Status::InvalidInput(
+          fmt::format("{}: no power.draw or utilization.gpu column: nothing to triage", where));
+    }
+    if (ts_col_ < 0 && time_col_ < 0 && options_.interval_ms <= 0) {
+      return Status::InvalidInput(fmt::format(
+          "{}: no timestamp column; pass --interval-ms with the logging interval", where));
+    }
+    if (time_col_ >= 0 && date_col_ < 0 && options_.interval_ms <= 0) {
+      // dmon -o T without a date: times of day only; anchor them on 1970-01-01 and handle
+      // midnight by adding a day when the clock goes back by more than 12 h.
+    }
+    positional_ = index_col_ < 0 && uuid_col_ < 0 && bus_col_ < 0;
+    return Status::Ok();
+  }
+
+  bool HasReading() const {
+    for (const Column& c : columns_) {
+      if (c.col == Col::kPowerAvg || c.col == Col::kPowerInstant || c.col == Col::kUtilGpu) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  // Reads and parses the next data row; nullopt at the end. Malformed rows are skipped here.
+  Result<std::optional<Row>> ReadRow() {
+    std::string_view line;
+    bool complete;
+    for (;;) {
+      auto r = reader_->Next(&line, &complete);
+      if (!r.ok()) return r.status();
+      if (!*r) {
+        // A malformed row that turned out to be the last one is a log cut off mid-write.
+        if (deferred_bad_) {
+          warnings_.Add("truncated last line skipped", deferred_bad_->first);
+          --data_rows_;
+          deferred_bad_.reset();
+        }
+        return std::optional<Row>();
+      }
+      const int64_t n = reader_->line_number();
+      std::string_view t = Trim(line);
+      if (t.empty()) continue;
+      if (deferred_bad_) {
+        auto d = std::move(*deferred_bad_);
+        deferred_bad_.reset();
+        WW_RETURN_IF_ERROR(Bad(0, d.first, d.second));
+      }
+      if (t.front() == '#') continue;  // dmon repeats its header; comments
+      if (!dmon_ && options_.query.empty() && MapCsvName(SplitFirst(t)).col == Col::kTimestamp &&
+          n > 1) {
+        continue;  // a repeated header (logs concatenated)
+      }
+      if (line.find('\0') != std::string_view::npos) {
+        return Status::InvalidInput(fmt::format("{}:{}: binary data in a telemetry log",
+                                                reader_->path(), n));
+      }
+      ++data_rows_;
+      if (dmon_) {
+        fields_ = SplitWhitespace(t);
+      } else {
+        SplitCsv(line);
+      }
+      if (fields_.size() != columns_.size()) {
+        deferred_bad_.emplace(fmt::format("line {}: {} fields, header has {}", n, fields_.size(),
+                                          columns_.size()),
+                              "row with wrong number of fields skipped");
+        continue;
+      }
+      Row row;
+      row.line = n;
+      bool row_bad = false;
+      std::string bad_msg;
+      for (size_t i = 0; i < columns_.size(); ++i) {
+        const Column& c = columns_[i];
+        std::string_view f = fields_[i];
+        switch (c.col) {
+          case Col::kIgnore:
+          case Col::kDate:
+          case Col::kTime:
+          case Col::kTimestamp:
+          case Col::kName:
+            break;
+          case Col::kIndex: {
+            double v;
+            Parse p = ParseNumber(f, &v);
+            if (p == Parse::kOk && v >= 0 && v < 4096 && v == std::floor(v)) {
+              row.index = static_cast<int>(v);
+            } else {
+              row_bad = true;
+              bad_msg = fmt::format("line {}: {}: '{}' is not a GPU index", n, c.name, Trim(f));
+            }
+            break;
+          }
+          case Col::kUuid:
+          case Col::kBusId:
+            if (row.id.empty()) row.id = std::string(Trim(f));
+            break;
+          case Col::kPstate: {
+            std::string_view v = Trim(f);
+            if (v.size() >= 2 && (v[0] == 'P' || v[0] == 'p')) {
+              int ps = -1;
+              auto [ptr, ec] = std::from_chars(v.data() + 1, v.data() + v.size(), ps);
+              if (ec == std::errc() && ptr == v.data() + v.size() && ps >= 0 && ps <= 15) {
+                row.sample.pstate = ps;
+                break;
+              }
+            }
+            if (!(v.empty() || v.front() == '[' || v == "N/A" || v == "-")) {
+              row_bad = true;
+              bad_msg = fmt::format("line {}: {}: '{}' is not a pstate", n, c.name, v);
+            }
+            break;
+          }
+          case Col::kReasonsMask: {
+            std::string_view v = Trim(f);
+            uint64_t mask = 0;
+            if (v.size() > 2 && v[0] == '0' && (v[1] == 'x' || v[1] == 'X')) {
+              auto [ptr, ec] = std::from_chars(v.data() + 2, v.data() + v.size(), mask, 16);
+              if (ec == std::errc() && ptr == v.data() + v.size()) {
+                row.sample.clock_event_reasons = mask;
+                break;
+              }
+            }
+            if (!(v.empty() || v.front() == '[' || v == "N/A")) {
+              row_bad = true;
+              bad_msg = fmt::format("line {}: {}: '{}' is not a hex bitmask", n, c.name, v);
+            }
+            break;
+          }
+          case Col::kReasonBit: {
+            std::string_view v = Trim(f);
+            if (v == "Active") {
+              row.sample.clock_event_reasons = row.sample.clock_event_reasons.value_or(0) | c.bit;
+            } else if (v == "Not Active") {
+              row.sample.clock_event_reasons = row.sample.clock_event_reasons.value_or(0);
+            }
+            break;
+          }
+          default: {
+            double v;
+            Parse p = ParseNumber(f, &v);
+            if (p == Parse::kOk) {
+              Range r = PlausibleRange(c.col);
+              if (v < r.lo || v > r.hi) p = Parse::kImplausible;
+            }
+            if (p == Parse::kOk) {
+              std::optional<double>* field = FieldFor(row.sample, c.col);
+              // enforced.power.limit wins over power.limit when both are logged.
+              if (c.col != Col::kPowerLimit || !field->has_value()) *field = v;
+            } else if (p == Parse::kBad) {
+              row_bad = true;
+              bad_msg = fmt::format("line {}: {}: '{}' is not a number", n, c.name, Trim(f));
+            } else if (p == Parse::kImplausible) {
+              row_bad = true;
+              bad_msg = fmt::format("line {}: {}: '{}' is out of the plausible range", n, c.name,
+                                    Trim(f));
+            }
+          }
+        }
+      }
+      // Timestamp.
+      if (ts_col_ >= 0) {
+        auto t = ParseTimestamp(fields_[static_cast<size_t>(ts_col_)]);
+        if (!t) {
+          deferred_bad_.emplace(fmt::format("line {}: timestamp: '{}' is not a timestamp", n,
+                                            Trim(fields_[static_cast<size_t>(ts_col_)])),
+                                "row with unparseable timestamp skipped");
+          continue;
+        }
+        row.timestamp_ms = t->unix_ms;
+        row.has_time = true;
+      } else if (time_col_ >= 0) {
+        auto t = ParseDmonTime(date_col_ >= 0 ? fields_[static_cast<size_t>(date_col_)] : "",
+                               fields_[static_cast<size_t>(time_col_)]);
+        if (!t) {
+          WW_RETURN_IF_ERROR(Bad(n, fmt::format("line {}: time: '{}' is not a time", n,
+                                                fields_[static_cast<size_t>(time_col_)]),
+                                 "row with unparseable timestamp skipped"));
+          continue;
+        }
+        row.timestamp_ms = *t;
+        row.has_time = true;
+      }
+      if (!complete) {
+        // A last line without newline whose fields all parsed: keep it only if it is whole.
+        if (row_bad) {
+          warnings_.Add("truncated last line skipped", fmt::format("line {}", n));
+          --data_rows_;
+          continue;
+        }
+      }
+      if (row_bad) {
+        WW_RETURN_IF_ERROR(Bad(n, bad_msg, "malformed value (field left absent)"));
+        if (!row.index && index_col_ >= 0) continue;  // can't place the row without its GPU
+      }
+      if (name_col_ >= 0) name_ = std::string(Trim(fields_[static_cast<size_t>(name_col_)]));
+      return std::optional<Row>(std::move(row));
+    }
+  }
+
+  static std::string_view SplitFirst(std::string_view t) {
+    size_t comma = t.find(',');
+    return comma == std::string_view::npos ? t : t.substr(0, comma);
+  }
+
+  std::optional<int64_t> ParseDmonTime(std::string_view date, std::string_view time) {
+    std::string text;
+    if (!date.empty()) {
+      if (date.size() != 8) return std::nullopt;
+      text = fmt::format("{}-{}-{} {}", date.substr(0, 4), date.substr(4, 2), date.substr(6, 2),
+                         time);
+    } else {
+      text = fmt::format("1970-01-01 {}", time);
+    }
+    auto t = ParseTimestamp(text);
+    if (!t) return std::nullopt;
+    int64_t ms = t->unix_ms;
+    if (date.empty()) {
+      ms += day_offset_ms_;
+      if (last_dmon_ms_ && ms < *last_dmon_ms_ - 12 * 3600 * 1000LL) {
+        day_offset_ms_ += 86400 * 1000LL;
+        ms += 86400 * 1000LL;
+      }
+      last_dmon_ms_ = ms;
+    }
+    return ms;
+  }
+
+  Status Bad(int64_t line, std::string message, const std::string& kind) {
+    ++bad_rows_;
+    if (!first_bad_) first_bad_ = message;
+    warnings_.Add(kind, message);
+    const double limit = std::max<double>(static_cast<double>(options_.max_bad_rows_floor),
+                                          options_.max_bad_row_fraction *
+                                              static_cast<double>(std::max<int64_t>(data_rows_, 1000)));
+    if (static_cast<double>(bad_rows_) > limit) {
+      return Status::InvalidInput(fmt::format(
+          "{}: too many malformed rows ({} of {} so far); first: {}", reader_->path(),
+          bad_rows_, data_rows_, *first_bad_));
+    }
+    return Status::Ok();
+  }
+
+  Status Finish() {
+    const double limit = std::max<double>(static_cast<double>(options_.max_bad_rows_floor),
+                                          options_.max_bad_row_fraction *
+                                              static_cast<double>(data_rows_));
+    if (static_cast<double>(bad_rows_) > limit) {
+      return Status::InvalidInput(fmt::format("{}: too many malformed rows ({} of {}); first: {}",
+                                              reader_->path(), bad_rows_, data_rows_,
+                                              *first_bad_));
+    }
+    if (emitted_ == 0) {
+      if (first_bad_) {
+        return Status::InvalidInput(
+            fmt::format("{}: no usable samples; first problem: {}", reader_->path(), *first_bad_));
+      }
+      return Status::InvalidInput(
+          fmt::format("{}: no data rows after the header", reader_->path()));
+    }
+    return Status::Ok();
+  }
+
+  // Without index/uuid/bus-id columns the GPU is the row's position within its tick. Find how
+  // many rows a tick has from the timestamps of the first rows: gaps inside a tick are a few ms,
+  // gaps between ticks are about one interval.
+  Status CalibratePositional() {
+    positional_ready_ = true;
+    while (lookahead_.size() < 512) {
+      auto r = ReadRow();
+      if (!r.ok()) return r.status();
+      if (!*r) break;
+      lookahead_.push_back(std::move(**r));
+    }
+    if (ts_col_ < 0 && time_col_ < 0) {
+      tick_rows_ = 1;  // synthetic time: one GPU per tick unless the log says otherwise
+      return Status::Ok();
+    }
+    std::vector<int64_t> diffs;
+    for (size_t i = 1; i < lookahead_.size(); ++i) {
+      diffs.push_back(std::max<int64_t>(0, lookahead_[i].timestamp_ms -
+                                               lookahead_[i - 1].timestamp_ms));
+    }
+    if (diffs.size() < 2) {
+      tick_rows_ = std::max<int>(1, static_cast<int>(lookahead_.size()));
+      return Status::Ok();
+    }
+    auto pct = [](std::vector<int64_t> v, double q) {
+      std::sort(v.begin(), v.end());
+      return v[static_cast<size_t>(q * static_cast<double>(v.size() - 1))];
+    };
+    double best_score = 0;
+    int best_n = 0;
+    const int max_n = std::min<int>(64, static_cast<int>(diffs.size() + 1) / 2);
+    for (int n = 1; n <= max_n; ++n) {
+      std::vector<int64_t> between, within;
+      for (size_t i = 0; i < diffs.size(); ++i) {
+        ((i + 1) % static_cast<size_t>(n) == 0 ? between : within).push_back(diffs[i]);
+      }
+      if (between.empty()) continue;
+      const double lo_between = static_cast<double>(pct(between, 0.05));
+      const double hi_within = within.empty() ? 0.0 : static_cast<double>(pct(within, 0.95));
+      const double score = lo_between / (hi_within + 1.0);
+      if (score > best_score * 1.5 || (best_n == 0 && score > 0)) {
+        best_score = score;
+        best_n = n;
+      }
+    }
+    if (best_n == 0 || best_score < 3) {
+      return Status::InvalidInput(fmt::format(
+          "{}: no index, uuid or pci.bus_id column, and the rows do not fall into ticks by "
+          "timestamp, so GPUs cannot be told apart; log with --query-gpu=timestamp,index,...",
+          reader_->path()));
+    }
+    tick_rows_ = best_n;
+    return Status::Ok();
+  }
+
+  // Sets row.sample.key; returns true when this row starts a new tick.
+  bool AssignGpu(Row& row) {
+    row.sample.key.host = host_index_;
+    if (!row.has_time) {
+      // Synthetic time: one tick per interval.
+      bool new_tick = false;
+      if (row.index) {
+        new_tick = pending_tick_.empty() ? false : *row.index <= last_index_;
+        last_index_ = *row.index;
+      } else {
+        new_tick = !pending_tick_.empty();
+      }
+      if (new_tick || synthetic_ticks_ == 0) ++synthetic_ticks_;
+      row.timestamp_ms = (synthetic_ticks_ - 1) * options_.interval_ms;
+    }
+    row.sample.timestamp_ms = row.timestamp_ms;
+    if (row.index) {
+      row.sample.key.gpu = static_cast<uint16_t>(*row.index);
+      return TickHas(row.sample.key.gpu);
+    }
+    if (!row.id.empty()) {
+      auto [it, inserted] =
+          id_to_gpu_.try_emplace(row.id, static_cast<uint16_t>(id_to_gpu_.size()));
+      row.sample.key.gpu = it->second;
+      return TickHas(row.sample.key.gpu);
+    }
+    // Positional: nvidia-smi writes every GPU's row each tick, in index order, so rows are
+    // counted off in ticks of the size found at the start. (Timestamps alone can't split ticks:
+    // nvidia-smi sometimes stalls between two rows of one tick for longer than the interval.)
+    const bool new_tick = position_ >= tick_rows_;
+    if (new_tick) position_ = 0;
+    row.sample.key.gpu = static_cast<uint16_t>(position_++);
+    return new_tick;
+  }
+
+  bool TickHas(uint16_t gpu) const {
+    for (const GpuSample& s : pending_tick_) {
+      if (s.key.gpu == gpu) return true;
+    }
+    return false;
+  }
+
+  void AcceptIntoTick(Row&& row) {
+    const uint16_t gpu = row.sample.key.gpu;
+    auto [it, inserted] = last_ms_.try_emplace(gpu, INT64_MIN);
+    if (row.timestamp_ms <= it->second) {
+      warnings_.Add(row.timestamp_ms == it->second ? "duplicate timestamp skipped"
+                                                   : "out-of-order timestamp skipped",
+                    fmt::format("line {}: GPU {} at {}", row.line, gpu,
+                                FormatIsoMs(row.timestamp_ms)));
+      return;
+    }
+    it->second = row.timestamp_ms;
+    if (inserted) {
+      GpuInfo info;
+      info.key = row.sample.key;
+      info.name = name_;
+      if (uuid_col_ >= 0 || bus_col_ >= 0) info.uuid = row.id;
+      infos_[gpu] = std::move(info);
+    }
+    pending_tick_.push_back(row.sample);
+  }
+
+  void FlushTick(std::vector<GpuSample>* out) {
+    emitted_ += static_cast<int64_t>(pending_tick_.size());
+    out->insert(out->end(), pending_tick_.begin(), pending_tick_.end());
+    pending_tick_.clear();
+  }
+
+  std::unique_ptr<LineReader> reader_;
+  std::vector<std::string> hosts_;
+  uint16_t host_index_;
+  ReplayOptions options_;
+  std::vector<Column> columns_;
+  std::vector<std::string_view> fields_;
+  bool dmon_ = false;
+  int ts_col_ = -1, date_col_ = -1, time_col_ = -1, index_col_ = -1, uuid_col_ = -1,
+      bus_col_ = -1, name_col_ = -1;
+  bool positional_ = false;
+  bool positional_ready_ = false;
+  int tick_rows_ = 1;
+  int position_ = 0;
+  int last_index_ = -1;
+  int64_t synthetic_ticks_ = 0;
+  std::optional<int64_t> last_dmon_ms_;
+  int64_t day_offset_ms_ = 0;
+  std::deque<Row> lookahead_;
+  std::vector<GpuSample> pending_tick_;
+  std::unordered_map<std::string, uint16_t> id_to_gpu_;
+  std::unordered_map<uint16_t, int64_t> last_ms_;
+  std::map<uint16_t, GpuInfo> infos_;
+  std::string name_;
+  Warnings warnings_;
+  int64_t data_rows_ = 0;
+  int64_t bad_rows_ = 0;
+  int64_t emitted_ = 0;
+  std::optional<std::string> first_bad_;
+  // A malformed row held back until we know whether it is the file's last line.
+  std::optional<std::pair<std::string, std::string>> deferred_bad_;
+};
+
+// Merges several single-host sources into one stream ordered by tick time.
+class MergedSource final : public TelemetrySource {
+ public:
+  explicit MergedSource(std::vector<std::unique_ptr<TelemetrySource>> parts)
+      : parts_(std::move(parts)), heads_(parts_.size()) {
+    for (const auto& p : parts_) hosts_.push_back(p->hosts().front());
+  }
+
+  Status Next(std::vector<GpuSample>* out) override {
+    if (!primed_) {
+      for (size_t i = 0; i < parts_.size(); ++i) WW_RETURN_IF_ERROR(Refill(i));
+      primed_ = true;
+    }
+    int best = -1;
+    for (size_t i = 0; i < heads_.size(); ++i) {
+      if (heads_[i].empty()) continue;
+      if (best < 0 ||
+          heads_[i].front().timestamp_ms < heads_[static_cast<size_t>(best)].front().timestamp_ms) {
+        best = static_cast<int>(i);
+      }
+    }
+    if (best < 0) return Status::Ok();
+    auto& h = heads_[static_cast<size_t>(best)];
+    out->insert(out->end(), h.begin(), h.end());
+    return Refill(static_cast<size_t>(best));
+  }
+
+  const std::vector<std::string>& hosts() const override { return hosts_; }
+  std::vector<GpuInfo> gpus() const override {
+    std::vector<GpuInfo> out;
+    for (const auto& p : parts_) {
+      auto g = p->gpus();
+      out.insert(out.end(), g.begin(), g.end());
+    }
+    return out;
+  }
+  std::vector<std::string> warnings() const override {
+    std::vector<std::string> out;
+    for (const auto& p : parts_) {
+      auto w = p->warnings();
+      out.insert(out.end(), w.begin(), w.end());
+    }
+    return out;
+  }
+
+ private:
+  Status Refill(size_t i) {
+    heads_[i].clear();
+    return parts_[i]->Next(&heads_[i]);
+  }
+
+  std::vector<std::unique_ptr<TelemetrySource>> parts_;
+  std::vector<std::vector<GpuSample>> heads_;
+  std::vector<std::string> hosts_;
+  bool primed_ = false;
+};
+
+}  // namespace
+
+std::string HostNameFromPath(const std::string& path) {
+  std::string name = path;
+  if (auto slash = name.find_last_of('/'); slash != std::string::npos) name = name.substr(slash + 1);
+  for (const char* ext : {".gz", ".zst"}) {
+    const std::string e(ext);
+    if (name.size() > e.size() && name.compare(name.size() - e.size(), e.size(), e) == 0) {
+      name.resize(name.size() - e.size());
+    }
+  }
+  if (auto dot = name.find_last_of('.'); dot != std::string::npos && dot > 0) name.resize(dot);
+  return name;
+}
+
+Result<std::unique_ptr<TelemetrySource>> OpenNvsmiLog(const std::string& path,
+                                                      const std::string& host_name,
+                                                      uint16_t host_index,
+                                                      const ReplayOptions& options) {
+  auto reader = LineReader::Open(path);
+  if (!reader.ok()) return reader.status();
+  auto src = std::make_unique<NvsmiLogSource>(std::move(*reader), host_name, host_index, options);
+  WW_RETURN_IF_ERROR(src->Init());
+  return std::unique_ptr<TelemetrySource>(std::move(src));
+}
+
+Result<std::unique_ptr<TelemetrySource>> OpenReplay(const std::vector<std::string>& paths,
+                                                    const ReplayOptions& options) {
+  if (paths.empty()) return Status::InvalidInput("no telemetry log given");
+  if (paths.size() > 4096) return Status::InvalidInput("more than 4096 hosts");
+  std::vector<std::unique_ptr<TelemetrySource>> parts;
+  std::map<std::string, int> seen;
+  for (size_t i = 0; i < paths.size(); ++i) {
+    std::string host = HostNameFromPath(paths[i]);
+    if (int n = ++seen[host]; n > 1) host += fmt::format("#{}", n);
+    auto src = OpenNvsmiLog(paths[i], host, static_cast<uint16_t>(i), options);
+    if (!src.ok()) return src.status();
+    parts.push_back(std::move(*src));
+  }
+  if (parts.size() == 1) return std::move(parts.front());
+  return std::unique_ptr<TelemetrySource>(std::make_unique<MergedSource>(std::move(parts)));
+}
+
+}  // namespace ww

@@ -1,0 +1,52 @@
+// Reads the GPU telemetry logs people already have: `nvidia-smi --query-gpu=... --format=csv`
+// (with or without `noheader` / `nounits`, any interval) and `nvidia-smi dmon` output.
+//
+// Documented skips (counted, reported through warnings(), never turned into zeros):
+//   - a last line cut off mid-write (no newline, or fewer fields than the header);
+//   - a row with the wrong number of fields;
+//   - a row whose timestamp does not parse, or goes back in time, or repeats a GPU's timestamp;
+//   - a value that is "[N/A]", "[Not Supported]", "[Unknown Error]", "[GPU is lost]", "-", ...
+//     (the field is absent for that sample);
+//   - a value that is not a number or is physically implausible (power above 5 kW, utilization
+//     above 100 %, ...): the field is absent and a warning names file, line and column.
+// Errors (exit 2 at the CLI): unreadable file, no recognizable header, no timestamp column without
+// --interval-ms, binary data, or more than 1 % of rows (and over 20) malformed.
+// Ownership: the source owns its file. Thread-safety: one thread at a time.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "telemetry/source.h"
+
+namespace ww {
+
+struct ReplayOptions {
+  // For `--format=csv,noheader` logs: the `--query-gpu` list that produced them, e.g.
+  // "timestamp,index,power.draw,utilization.gpu". Empty: the file has a header.
+  std::string query;
+  // For logs without timestamps (dmon without -o DT, or a query without `timestamp`): the sampling
+  // interval; samples get synthetic times from 1970-01-01 in steps of it. 0: required timestamps.
+  int64_t interval_ms = 0;
+  // Malformed rows tolerated before the file is rejected: a fraction of data rows, and a floor.
+  double max_bad_row_fraction = 0.01;
+  int64_t max_bad_rows_floor = 20;
+};
+
+// Opens one log file as one host. host_index is the GpuKey::host stamped on every sample.
+Result<std::unique_ptr<TelemetrySource>> OpenNvsmiLog(const std::string& path,
+                                                      const std::string& host_name,
+                                                      uint16_t host_index,
+                                                      const ReplayOptions& options = {});
+
+// Opens several logs as the hosts of one job (host name = file name without extension; a name
+// that repeats gets "#2", "#3"), merged into one stream in timestamp order.
+Result<std::unique_ptr<TelemetrySource>> OpenReplay(const std::vector<std::string>& paths,
+                                                    const ReplayOptions& options = {});
+
+// Host name for a log path: the file name without directory and extension.
+std::string HostNameFromPath(const std::string& path);
+
+}  // namespace ww

@@ -1,0 +1,557 @@
+#include "telemetry/sim/simulator.h"
+
+#include <algorithm>
+#include <cmath>
+#include <deque>
+
+#include <fmt/format.h>
+
+#include "telemetry/gpu_models.h"
+
+namespace ww::sim {
+namespace {
+
+constexpr double kSubstepS = 0.010;  // instantaneous behaviour is simulated every 10 ms
+constexpr int kPowerWindow = 100;    // power.draw averages the last 1 s of substeps
+
+// Deterministic hash noise in [0, 1) for (a, b): per-step jitter that does not depend on the
+// order in which GPUs are simulated.
+double Hash01(uint64_t a, uint64_t b) {
+  uint64_t x = a * 0x9E3779B97F4A7C15ULL ^ (b + 0x632BE59BD9B4E019ULL);
+  x ^= x >> 31;
+  x *= 0xBF58476D1CE4E5B9ULL;
+  x ^= x >> 27;
+  x *= 0x94D049BB133111EBULL;
+  x ^= x >> 31;
+  return static_cast<double>(x >> 11) * (1.0 / 9007199254740992.0);
+}
+
+GpuModelParams FromTable(const GpuModel& m) {
+  return {std::string(m.name), m.tdp_w, m.idle_w, m.max_sm_clock_mhz, m.idle_sm_clock_mhz,
+          m.mem_clock_mhz, m.memory_total_mib};
+}
+
+}  // namespace
+
+struct Simulator::GpuSim {
+  GpuKey key;
+  int rank = 0;
+  std::deque<double> power_window;
+  double power_sum = 0;
+  int busy_substeps = 0;
+  int substeps = 0;
+  double last_busy_s = -1e9;
+  double last_process_s = -1e9;
+  double temperature_c = 32;
+  double compute_factor = 1.0;  // per-GPU silicon variation
+  double model_mem_mib = 0;
+};
+
+std::vector<std::string> ScenarioNames() {
+  return {"healthy",   "starvation", "checkpoint-all", "checkpoint-rank0",
+          "hang-spin", "hang-exit",  "multi-host",     "field-report"};
+}
+
+Result<ScenarioConfig> MakeScenario(const std::string& name, const ScenarioOptions& options) {
+  ScenarioConfig c;
+  c.name = name;
+  c.seed = options.seed;
+  c.interval_ms = options.interval_ms;
+  if (c.interval_ms < 10 || c.interval_ms > 60000) {
+    return Status::InvalidInput(
+        fmt::format("--interval-ms {}: must be between 10 and 60000", c.interval_ms));
+  }
+  // Model.
+  std::string model = options.model;
+  if (model.empty()) model = name == "field-report" ? "b300" : "h100";
+  if (std::count(model.begin(), model.end(), ':') == 2) {
+    auto a = model.find(':');
+    auto b = model.find(':', a + 1);
+    try {
+      c.model = {model.substr(0, a), std::stod(model.substr(a + 1, b - a - 1)),
+                 std::stod(model.substr(b + 1)), 1900, 300, 2600, 98304};
+    } catch (...) {
+      return Status::InvalidInput(fmt::format("--model '{}': expected NAME:TDP_W:IDLE_W", model));
+    }
+    if (!(c.model.tdp_w > c.model.idle_w * 2 && c.model.idle_w > 0 && c.model.tdp_w < 5000)) {
+      return Status::InvalidInput(
+          fmt::format("--model '{}': need 0 < 2*IDLE_W < TDP_W < 5000", model));
+    }
+  } else if (auto m = LookupGpuModel(model)) {
+    c.model = FromTable(*m);
+  } else {
+    std::string known;
+    for (const auto& k : KnownGpuModels()) known += fmt::format(" {}", k.match);
+    return Status::InvalidInput(fmt::format(
+        "--model '{}': unknown; use one of{} or NAME:TDP_W:IDLE_W for any other GPU", model,
+        known));
+  }
+  c.power_cap_w = options.power_cap_w;
+  if (c.power_cap_w < 0 || (c.power_cap_w > 0 && c.power_cap_w < c.model.idle_w * 1.5)) {
+    return Status::InvalidInput(
+        fmt::format("--power-cap-w {}: must be above 1.5x the idle power ({} W)",
+                    c.power_cap_w, c.model.idle_w));
+  }
+  std::mt19937_64 rng(options.seed);
+  std::uniform_real_distribution<double> u01(0, 1);
+  c.comm_fraction = 0.12 + 0.3 * u01(rng);
+  c.step_s = 0.8 + 1.6 * u01(rng);
+
+  const int default_hosts = (name == "multi-host" || name == "field-report") ? 2 : 1;
+  c.hosts = options.hosts > 0 ? options.hosts : default_hosts;
+  c.gpus_per_host = options.gpus_per_host > 0 ? options.gpus_per_host : 8;
+  if (c.hosts > 64 || c.gpus_per_host > 16) {
+    return Status::InvalidInput("at most 64 hosts of 16 GPUs");
+  }
+  const int world = c.hosts * c.gpus_per_host;
+  // A culprit rank that is not rank 0, chosen by the seed.
+  const int culprit = world > 1 ? 1 + static_cast<int>(u01(rng) * (world - 1)) : 0;
+  using K = PhaseKind;
+  auto prologue = [&] {
+    c.phases.push_back({K::kNoProcess, 5, {}});
+    c.phases.push_back({K::kLaunch, 12, {}});
+    c.phases.push_back({K::kLoad, 6, {}});
+  };
+  if (name == "healthy") {
+    prologue();
+    c.phases.push_back({K::kTrain, 150, {}});
+    c.phases.push_back({K::kNoProcess, 8, {}});
+  } else if (name == "starvation") {
+    prologue();
+    c.phases.push_back({K::kTrain, 40, {}});
+    c.phases.push_back({K::kStarved, 80, {}});
+    c.phases.push_back({K::kTrain, 40, {}});
+    c.phases.push_back({K::kNoProcess, 8, {}});
+  } else if (name == "checkpoint-all") {
+    prologue();
+    c.phases.push_back({K::kTrain, 50, {}});
+    c.phases.push_back({K::kCheckpointAll, 30, {}});
+    c.phases.push_back({K::kTrain, 50, {}});
+    c.phases.push_back({K::kCheckpointAll, 90, {}});
+    c.phases.push_back({K::kTrain, 30, {}});
+    c.phases.push_back({K::kNoProcess, 8, {}});
+  } else if (name == "checkpoint-rank0") {
+    prologue();
+    c.phases.push_back({K::kTrain, 50, {}});
+    c.phases.push_back({K::kCheckpointRank0, 20, {}});
+    c.phases.push_back({K::kTrain, 50, {}});
+    c.phases.push_back({K::kCheckpointRank0, 150, {}});  // longer than any hang confirmation
+    c.phases.push_back({K::kTrain, 30, {}});
+    c.phases.push_back({K::kNoProcess, 8, {}});
+  } else if (name == "hang-spin") {
+    prologue();
+    c.phases.push_back({K::kTrain, 60, {}});
+    c.phases.push_back({K::kHangSpin, 240, {culprit}, 3 + 3 * u01(rng)});
+    c.phases.push_back({K::kNoProcess, 10, {}});
+  } else if (name == "hang-exit") {
+    prologue();
+    c.phases.push_back({K::kTrain, 60, {}});
+    c.phases.push_back({K::kHangExit, 200, {culprit}});
+    c.phases.push_back({K::kNoProcess, 10, {}});
+  } else if (name == "multi-host") {
+    prologue();
+    c.phases.push_back({K::kTrain, 50, {}});
+    c.phases.push_back({K::kCheckpointRank0, 40, {}});
+    c.phases.push_back({K::kTrain, 50, {}});
+    c.phases.push_back({K::kStarved, 40, {}});
+    c.phases.push_back({K::kTrain, 30, {}});
+    c.phases.push_back({K::kHangExit, 150, {world - 1 - culprit % c.gpus_per_host}});
+    c.phases.push_back({K::kNoProcess, 10, {}});
+  } else if (name == "field-report") {
+    // Qwen3-32B full fine-tuning on 16 GPUs: train, a rank-0 checkpoint, train, then the
+    // epoch-end deadlock from per-rank tokenization imbalance until NCCL's watchdog fires.
+    prologue();
+    c.phases.push_back({K::kTrain, 90, {}});
+    c.phases.push_back({K::kCheckpointRank0, 45, {}});
+    c.phases.push_back({K::kTrain, 60, {}});
+    c.phases.push_back({K::kHangSpin, 300, {world / 2 + 3}, 4});
+    c.phases.push_back({K::kNoProcess, 10, {}});
+  } else {
+    std::string names;
+    for (const auto& n : ScenarioNames()) names += " " + n;
+    return Status::InvalidInput(fmt::format("unknown scenario '{}'; one of:{}", name, names));
+  }
+  for (const Phase& p : c.phases) {
+    for (int r : p.ranks) {
+      if (r < 0 || r >= world) return Status::Internal("scenario rank out of range");
+    }
+  }
+  return c;
+}
+
+Simulator::Simulator(ScenarioConfig config) : config_(std::move(config)), rng_(config_.seed) {
+  std::uniform_real_distribution<double> u01(0, 1);
+  for (int h = 0; h < config_.hosts; ++h) {
+    host_names_.push_back(config_.hosts == 1 ? "node0" : fmt::format("node{}", h));
+    for (int g = 0; g < config_.gpus_per_host; ++g) {
+      auto gpu = std::make_unique<GpuSim>();
+      gpu->key = {static_cast<uint16_t>(h), static_cast<uint16_t>(g)};
+      gpu->rank = h * config_.gpus_per_host + g;
+      gpu->compute_factor = 0.96 + 0.08 * u01(rng_);
+      gpu->model_mem_mib = config_.model.memory_total_mib * (0.55 + 0.3 * u01(rng_));
+      gpus_.push_back(std::move(gpu));
+    }
+  }
+  double t = 0;
+  for (const Phase& p : config_.phases) {
+    phase_starts_s_.push_back(t);
+    t += p.duration_s;
+    starved_wait_s_.push_back(0.6 + 1.6 * u01(rng_));
+  }
+  total_s_ = t;
+}
+
+Simulator::~Simulator() = default;
+
+int Simulator::PhaseIndexAt(double t_s, double* phase_start_s) const {
+  int idx = 0;
+  for (size_t i = 0; i < phase_starts_s_.size(); ++i) {
+    if (t_s >= phase_starts_s_[i]) idx = static_cast<int>(i);
+  }
+  *phase_start_s = phase_starts_s_[static_cast<size_t>(idx)];
+  return idx;
+}
+
+Simulator::Instant Simulator::InstantAt(int rank, double t_s) {
+  double start = 0;
+  const int pi = PhaseIndexAt(t_s, &start);
+  const Phase& phase = config_.phases[static_cast<size_t>(pi)];
+  const double tau = t_s - start;
+  const auto& m = config_.model;
+  const GpuSim& gpu = *gpus_[static_cast<size_t>(rank)];
+  const double range = m.tdp_w - m.idle_w;
+  const double cap = config_.power_cap_w > 0 ? config_.power_cap_w : m.tdp_w;
+  const double ctx_w = m.idle_w + 0.075 * range;
+  const double loaded_w = m.idle_w + 0.08 * range;
+  const double writer_w = m.idle_w + 0.11 * range;
+  const double spin_w = m.idle_w + 0.12 * range;
+  const double comm_w = std::min(cap, m.idle_w + 0.33 * range);
+  const double compute_w = std::min(cap, (m.idle_w + 0.8 * range) * gpu.compute_factor);
+  const bool singled_out =
+      std::find(phase.ranks.begin(), phase.ranks.end(), rank) != phase.ranks.end();
+
+  Instant in{GpuState::kIdle, false, m.idle_w, 15, 0, false};
+  auto train = [&](double local_t, GpuState label_compute) {
+    // Steps with per-step jitter; collectives at both ends of the step (all-gather, then
+    // reduce-scatter), compute in between.
+    const double step = config_.step_s;
+    const double k = std::floor(local_t / step);
+    const double u = (local_t - k * step) / step;
+    const double c = config_.comm_fraction * (0.8 + 0.4 * Hash01(config_.seed, static_cast<uint64_t>(k)));
+    in.busy = true;
+    in.process = true;
+    in.mem_mib = gpu.model_mem_mib;
+    if (u < c / 2 || u >= 1 - c / 2) {
+      in.truth = label_compute == GpuState::kCompute ? GpuState::kCommunication : label_compute;
+      in.power_w = comm_w;
+      in.util_mem_pct = 15;
+    } else {
+      in.truth = label_compute;
+      in.power_w = compute_w;
+      in.util_mem_pct = 45;
+    }
+  };
+  switch (phase.kind) {
+    case PhaseKind::kNoProcess:
+      break;
+    case PhaseKind::kLaunch:
+      in = {GpuState::kIdle, false, ctx_w, 520, 0, true};
+      break;
+    case PhaseKind::kLoad: {
+      const double f = std::min(1.0, tau / std::max(phase.duration_s, 1e-9));
+      in = {GpuState::kIdle, false, loaded_w + 0.02 * range, 520 + f * (gpu.model_mem_mib - 520),
+            20, true};
+      // Weight copies: short kernels now and then.
+      in.busy = Hash01(static_cast<uint64_t>(rank), static_cast<uint64_t>(t_s * 10)) < 0.05;
+      break;
+    }
+    case PhaseKind::kTrain:
+      train(tau, GpuState::kCompute);
+      break;
+    case PhaseKind::kStarved: {
+      const double burst = config_.step_s;
+      const double cycle = burst + starved_wait_s_[static_cast<size_t>(pi)];
+      const double u = std::fmod(tau, cycle);
+      if (u < burst) {
+        train(u, GpuState::kDataStarved);
+      } else {
+        in = {GpuState::kDataStarved, false, loaded_w, gpu.model_mem_mib, 0, true};
+      }
+      break;
+    }
+    case PhaseKind::kCheckpointAll: {
+      in = {GpuState::kCheckpoint, false, writer_w, gpu.model_mem_mib, 3, true};
+      const double u = std::fmod(tau + rank * 0.13, 0.5);
+      in.busy = u < 0.02;  // D2H copy kernels: ~4 % utilization
+      break;
+    }
+    case PhaseKind::kCheckpointRank0:
+      if (rank == 0) {
+        in = {GpuState::kCheckpoint, false, writer_w, gpu.model_mem_mib, 3, true};
+        in.busy = std::fmod(tau, 0.5) < 0.02;
+      } else {
+        in = {GpuState::kCheckpoint, true, spin_w, gpu.model_mem_mib, 0, true};
+      }
+      break;
+    case PhaseKind::kHangSpin:
+      if (tau < phase.lead_s) {
+        if (singled_out) {
+          train(tau, GpuState::kCompute);
+        } else {
+          in = {GpuState::kCommunication, true, spin_w, gpu.model_mem_mib, 0, true};
+        }
+      } else {
+        in = {GpuState::kHang, true, spin_w, gpu.model_mem_mib, 0, true};
+      }
+      break;
+    case PhaseKind::kHangExit:
+      if (singled_out) {
+        in = {GpuState::kHang, false, m.idle_w, 15, 0, false};
+      } else {
+        in = {GpuState::kHang, true, spin_w, gpu.model_mem_mib, 0, true};
+      }
+      break;
+  }
+  return in;
+}
+
+bool Simulator::NextTick(std::vector<GpuSample>* samples, std::vector<TruthLabel>* truth) {
+  const double interval_s = static_cast<double>(config_.interval_ms) / 1000.0;
+  const double next_t = static_cast<double>(tick_ + 1) * interval_s;
+  if (next_t > total_s_) return false;
+  std::normal_distribution<double> noise(0, 1);
+  const auto& m = config_.model;
+  const double cap = config_.power_cap_w > 0 ? config_.power_cap_w : m.tdp_w;
+  const int substeps = std::max(1, static_cast<int>(std::lround(interval_s / kSubstepS)));
+  const double t0 = static_cast<double>(tick_) * interval_s;
+  for (auto& gp : gpus_) {
+    GpuSim& g = *gp;
+    Instant last{};
+    for (int s = 1; s <= substeps; ++s) {
+      const double t = t0 + s * (interval_s / substeps);
+      last = InstantAt(g.rank, t);
+      double p = last.power_w;
+      g.power_window.push_back(p);
+      g.power_sum += p;
+      if (static_cast<int>(g.power_window.size()) > kPowerWindow) {
+        g.power_sum -= g.power_window.front();
+        g.power_window.pop_front();
+      }
+      if (last.busy) {
+        ++g.busy_substeps;
+        g.last_busy_s = t;
+      }
+      if (last.process) g.last_process_s = t;
+      ++g.substeps;
+      const double dt = interval_s / substeps;
+      if (last.truth == GpuState::kCommunication) truth_comm_s_ += dt;
+      if (last.truth == GpuState::kCompute) truth_compute_s_ += dt;
+    }
+    GpuSample out;
+    // Rows of one tick are a few ms apart, GPU 0 first, as nvidia-smi writes them.
+    out.timestamp_ms = config_.start_unix_ms + static_cast<int64_t>(std::llround(next_t * 1000)) +
+                       g.key.host * 0 + g.key.gpu * 2;
+    out.key = g.key;
+    const double avg = g.power_sum / static_cast<double>(g.power_window.size());
+    const double noise_frac = last.truth == GpuState::kHang ? 0.004 : 0.012;
+    out.power_w = std::max(0.0, avg * (1 + noise_frac * noise(rng_)));
+    out.power_limit_w = cap;
+    const double busy_frac = static_cast<double>(g.busy_substeps) / g.substeps;
+    out.util_gpu_pct = std::round(100 * busy_frac);
+    out.util_mem_pct = std::round(last.util_mem_pct * (last.busy ? 1 : 0.2) +
+                                  (last.util_mem_pct > 0 ? std::abs(noise(rng_)) : 0));
+    const double tnow = next_t;
+    const double idle_for = tnow - g.last_busy_s;
+    double clock = m.max_sm_clock_mhz;
+    if (idle_for > 5) {
+      clock = m.idle_sm_clock_mhz;
+    } else if (idle_for > 2) {
+      clock = m.max_sm_clock_mhz -
+              (m.max_sm_clock_mhz - m.idle_sm_clock_mhz) * (idle_for - 2) / 3;
+    }
+    uint64_t reasons = idle_for > 5 ? 0x1 : 0x0;
+    const double demand = (m.idle_w + 0.8 * (m.tdp_w - m.idle_w)) * g.compute_factor;
+    if (last.busy && last.power_w >= cap - 1e-9 && demand > cap) {
+      clock = m.max_sm_clock_mhz * std::max(0.5, (cap - m.idle_w) / (demand - m.idle_w));
+      reasons |= 0x4;
+    }
+    out.sm_clock_mhz = std::round(clock);
+    out.mem_clock_mhz = m.mem_clock_mhz;
+    g.temperature_c += (30 + 0.05 * avg - g.temperature_c) * std::min(1.0, interval_s / 20);
+    out.temperature_c = std::round(g.temperature_c);
+    out.mem_used_mib = std::round(last.mem_mib);
+    out.mem_total_mib = m.memory_total_mib;
+    out.pstate = (tnow - g.last_process_s) < 10 ? 0 : 8;
+    out.clock_event_reasons = reasons;
+    samples->push_back(out);
+    truth->push_back({out.timestamp_ms, g.key, last.truth});
+    g.busy_substeps = 0;
+    g.substeps = 0;
+  }
+  ++tick_;
+  t_s_ = next_t;
+  return true;
+}
+
+std::vector<TruthHang> Simulator::truth_hangs() const {
+  std::vector<TruthHang> out;
+  for (size_t i = 0; i < config_.phases.size(); ++i) {
+    const Phase& p = config_.phases[i];
+    if (p.kind != PhaseKind::kHangSpin && p.kind != PhaseKind::kHangExit) continue;
+    const double start_s = phase_starts_s_[i] + (p.kind == PhaseKind::kHangSpin ? p.lead_s : 0);
+    const double end_s = phase_starts_s_[i] + p.duration_s;
+    TruthHang h;
+    h.start_ms = config_.start_unix_ms + static_cast<int64_t>(std::llround(start_s * 1000));
+    h.end_ms = config_.start_unix_ms + static_cast<int64_t>(std::llround(end_s * 1000));
+    for (int r : p.ranks) {
+      h.culprits.push_back({static_cast<uint16_t>(r / config_.gpus_per_host),
+                            static_cast<uint16_t>(r % config_.gpus_per_host)});
+    }
+    out.push_back(std::move(h));
+  }
+  return out;
+}
+
+std::string Simulator::GpuUuid(GpuKey key) const {
+  return fmt::format("GPU-{:08x}-{:04x}-{:04x}-sim0-{:012x}", config_.seed & 0xffffffff, key.host,
+                     key.gpu, static_cast<uint64_t>(key.host) * 64 + key.gpu);
+}
+
+namespace {
+
+class SimSource final : public TelemetrySource {
+ public:
+  explicit SimSource(ScenarioConfig config) : sim_(std::move(config)) {}
+  Status Next(std::vector<GpuSample>* out) override {
+    truth_.clear();
+    sim_.NextTick(out, &truth_);
+    return Status::Ok();
+  }
+  const std::vector<std::string>& hosts() const override { return sim_.host_names(); }
+  std::vector<GpuInfo> gpus() const override {
+    std::vector<GpuInfo> out;
+    for (int h = 0; h < sim_.config().hosts; ++h) {
+      for (int g = 0; g < sim_.config().gpus_per_host; ++g) {
+        GpuKey k{static_cast<uint16_t>(h), static_cast<uint16_t>(g)};
+        out.push_back({k, sim_.config().model.name, sim_.GpuUuid(k), ""});
+      }
+    }
+    return out;
+  }
+
+ private:
+  Simulator sim_;
+  std::vector<TruthLabel> truth_;
+};
+
+}  // namespace
+
+std::unique_ptr<TelemetrySource> MakeSimSource(ScenarioConfig config) {
+  return std::make_unique<SimSource>(std::move(config));
+}
+
+}  // namespace ww::sim
+
+#include <cstdio>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "core/timefmt.h"
+#include "telemetry/replay/nvsmi_writer.h"
+
+namespace ww::sim {
+
+Result<std::vector<std::string>> WriteScenario(const ScenarioConfig& config,
+                                               const WriteOptions& options) {
+  Simulator sim(config);
+  std::vector<std::string> paths = options.out_paths;
+  if (paths.empty()) {
+    if (options.out_dir.empty()) return Status::InvalidInput("give --out or --out-dir");
+    std::error_code ec;
+    std::filesystem::create_directories(options.out_dir, ec);
+    if (ec) {
+      return Status::IoError(fmt::format("{}: cannot create: {}", options.out_dir, ec.message()));
+    }
+    for (const auto& h : sim.host_names()) paths.push_back(options.out_dir + "/" + h + ".csv");
+  }
+  if (paths.size() != sim.host_names().size()) {
+    return Status::InvalidInput(fmt::format("scenario '{}' has {} hosts: give {} --out files or "
+                                            "--out-dir",
+                                            config.name, sim.host_names().size(),
+                                            sim.host_names().size()));
+  }
+  std::vector<std::FILE*> files;
+  auto close_all = [&] {
+    for (std::FILE* f : files) std::fclose(f);
+  };
+  for (const auto& p : paths) {
+    std::FILE* f = std::fopen(p.c_str(), "w");
+    if (!f) {
+      close_all();
+      return Status::IoError(fmt::format("{}: cannot write", p));
+    }
+    files.push_back(f);
+  }
+  std::FILE* truth = nullptr;
+  if (!options.truth_csv.empty()) {
+    truth = std::fopen(options.truth_csv.c_str(), "w");
+    if (!truth) {
+      close_all();
+      return Status::IoError(fmt::format("{}: cannot write", options.truth_csv));
+    }
+    std::fputs("host,timestamp,gpu,state\n", truth);
+  }
+  const auto columns = options.minimal_columns ? NvsmiColumns::kMinimal : NvsmiColumns::kFull;
+  std::vector<NvsmiCsvWriter> writers;
+  for (std::FILE* f : files) {
+    writers.emplace_back(f, columns);
+    writers.back().WriteHeader();
+  }
+  std::vector<GpuSample> samples;
+  std::vector<TruthLabel> labels;
+  std::string line;
+  while (sim.NextTick(&samples, &labels)) {
+    for (const GpuSample& s : samples) {
+      writers[s.key.host].WriteRow(s, config.model.name, sim.GpuUuid(s.key));
+    }
+    if (truth) {
+      for (const TruthLabel& l : labels) {
+        line.clear();
+        line += sim.host_names()[l.key.host];
+        line += ',';
+        AppendIsoMs(line, l.timestamp_ms);
+        line += fmt::format(",{},{}\n", l.key.gpu, StateName(l.state));
+        std::fputs(line.c_str(), truth);
+      }
+    }
+    samples.clear();
+    labels.clear();
+  }
+  close_all();
+  if (truth) std::fclose(truth);
+  if (!options.truth_json.empty()) {
+    nlohmann::json hangs = nlohmann::json::array();
+    for (const TruthHang& h : sim.truth_hangs()) {
+      nlohmann::json culprits = nlohmann::json::array();
+      for (GpuKey k : h.culprits) {
+        culprits.push_back({{"host", sim.host_names()[k.host]}, {"gpu", k.gpu}});
+      }
+      hangs.push_back(
+          {{"start", FormatIsoMs(h.start_ms)}, {"end", FormatIsoMs(h.end_ms)}, {"culprits", culprits}});
+    }
+    const double c = sim.truth_compute_seconds(), m = sim.truth_comm_seconds();
+    nlohmann::json j = {{"scenario", config.name},
+                        {"model", config.model.name},
+                        {"interval_ms", config.interval_ms},
+                        {"hang_episodes", hangs},
+                        {"comm_share", c + m > 0 ? m / (c + m) : 0.0}};
+    std::FILE* f = std::fopen(options.truth_json.c_str(), "w");
+    if (!f) return Status::IoError(fmt::format("{}: cannot write", options.truth_json));
+    std::fputs(j.dump(2).c_str(), f);
+    std::fputs("\n", f);
+    std::fclose(f);
+  }
+  return paths;
+}
+
+}  // namespace ww::sim

@@ -1,0 +1,163 @@
+// The simulator: a training job on N hosts x G GPUs, as a timeline of job phases (launch, model
+// load, training, data starvation, checkpoints, hangs), with the ground truth of every sample.
+//
+// It models what the sensors do, not just the states: power.draw is a ~1 s moving average of the
+// instantaneous power (simulated at 10 ms), utilization.gpu is the busy fraction of the last
+// sample period, SM clocks fall after a few seconds without kernels, a power cap throttles clocks
+// and sets the sw_power_cap event reason, memory follows process start, model load and exit.
+// Everything is deterministic for a given seed.
+// Thread-safety: a Simulator is used by one thread; separate instances are independent.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "core/sample.h"
+#include "core/state.h"
+#include "core/status.h"
+#include "telemetry/source.h"
+
+namespace ww::sim {
+
+enum class PhaseKind {
+  kNoProcess,       // no process on any GPU
+  kLaunch,          // processes hold a CUDA context, no kernels (launch, data prep)
+  kLoad,            // model weights move to the GPUs
+  kTrain,           // compute interleaved with collectives
+  kStarved,         // compute bursts separated by waits for the input pipeline
+  kCheckpointAll,   // every rank saves its shard (GPUs mostly idle, D2H copies)
+  kCheckpointRank0, // rank 0 saves; the other ranks spin in the next collective
+  kHangSpin,        // epoch-end imbalance: `ranks` run extra steps while the others wait, then
+                    // every rank spins forever in mismatched collectives; culprits = `ranks`
+  kHangExit,        // `ranks` exit (crash); the others spin in a collective; culprits = `ranks`
+};
+
+struct Phase {
+  PhaseKind kind;
+  double duration_s;
+  std::vector<int> ranks;       // global ranks (host * gpus_per_host + gpu) the phase singles out
+  double lead_s = 4.0;          // kHangSpin: how long the late ranks compute before they spin
+};
+
+struct GpuModelParams {
+  std::string name;
+  double tdp_w;
+  double idle_w;
+  double max_sm_clock_mhz;
+  double idle_sm_clock_mhz;
+  double mem_clock_mhz;
+  double memory_total_mib;
+};
+
+struct ScenarioConfig {
+  std::string name;
+  int hosts = 1;
+  int gpus_per_host = 8;
+  int64_t interval_ms = 100;
+  GpuModelParams model;
+  double power_cap_w = 0;        // 0: the model's TDP
+  double comm_fraction = 0.25;   // share of a training step spent in collectives
+  double step_s = 1.5;
+  uint64_t seed = 1;
+  int64_t start_unix_ms = 1763465360000;  // 2025-11-18T11:29:20Z
+  std::vector<Phase> phases;
+};
+
+// A ground-truth hang: [start_ms, end_ms) on the job, and its culprit GPUs.
+struct TruthHang {
+  int64_t start_ms;
+  int64_t end_ms;
+  std::vector<GpuKey> culprits;
+};
+
+struct TruthLabel {
+  int64_t timestamp_ms;
+  GpuKey key;
+  GpuState state;
+};
+
+// Names of built-in scenarios: healthy, starvation, checkpoint-all, checkpoint-rank0, hang-spin,
+// hang-exit, multi-host, field-report.
+std::vector<std::string> ScenarioNames();
+
+struct ScenarioOptions {
+  std::string model;        // a known model name or match ("h100"), or "" for the default
+  int hosts = 0;            // 0: the scenario's default
+  int gpus_per_host = 0;
+  int64_t interval_ms = 100;
+  double power_cap_w = 0;
+  uint64_t seed = 1;
+};
+
+// Builds a named scenario. Unknown names and models are errors listing the valid ones.
+// A model absent from the table can be given as "NAME:TDP_W:IDLE_W".
+Result<ScenarioConfig> MakeScenario(const std::string& name, const ScenarioOptions& options);
+
+// Runs the simulation. Samples come out tick by tick, every host's GPUs per tick.
+class Simulator {
+ public:
+  explicit Simulator(ScenarioConfig config);
+  ~Simulator();
+
+  // Appends the next tick (all GPUs of all hosts) to *samples and their truth to *truth.
+  // Returns false once the scenario is over.
+  bool NextTick(std::vector<GpuSample>* samples, std::vector<TruthLabel>* truth);
+
+  const ScenarioConfig& config() const { return config_; }
+  const std::vector<std::string>& host_names() const { return host_names_; }
+  std::vector<TruthHang> truth_hangs() const;
+  // Truth seconds of communication and of compute over the whole run, per GPU summed.
+  double truth_comm_seconds() const { return truth_comm_s_; }
+  double truth_compute_seconds() const { return truth_compute_s_; }
+  std::string GpuUuid(GpuKey key) const;
+
+ private:
+  struct GpuSim;
+  struct Instant {
+    GpuState truth;
+    bool busy;
+    double power_w;
+    double mem_mib;
+    double util_mem_pct;
+    bool process;
+  };
+  Instant InstantAt(int rank, double t_s);
+  int PhaseIndexAt(double t_s, double* phase_start_s) const;
+
+  ScenarioConfig config_;
+  std::vector<std::string> host_names_;
+  std::vector<std::unique_ptr<GpuSim>> gpus_;
+  std::mt19937_64 rng_;
+  std::vector<double> phase_starts_s_;
+  double total_s_ = 0;
+  double t_s_ = 0;         // simulated time
+  int64_t tick_ = 0;
+  double truth_comm_s_ = 0;
+  double truth_compute_s_ = 0;
+  double sum_comm_jitter_ = 0;
+  std::vector<double> starved_wait_s_;  // per phase: wait per step in kStarved
+};
+
+// A TelemetrySource over a simulated scenario (for `watch --source sim:NAME`).
+std::unique_ptr<TelemetrySource> MakeSimSource(ScenarioConfig config);
+
+}  // namespace ww::sim
+
+namespace ww::sim {
+
+struct WriteOptions {
+  std::vector<std::string> out_paths;  // one per host, or empty with out_dir
+  std::string out_dir;                 // writes DIR/<host>.csv
+  std::string truth_csv;               // host,timestamp,gpu,state
+  std::string truth_json;              // hang episodes with culprits, communication share
+  bool minimal_columns = false;        // timestamp, power.draw, utilization.gpu, memory.used
+};
+
+// Runs the scenario to its end and writes the logs and the truth files. Returns the log paths.
+Result<std::vector<std::string>> WriteScenario(const ScenarioConfig& config,
+                                               const WriteOptions& options);
+
+}  // namespace ww::sim

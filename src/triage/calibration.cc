@@ -1,0 +1,125 @@
+#include "triage/calibration.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "telemetry/gpu_models.h"
+
+namespace ww::triage {
+namespace {
+
+constexpr double kBinW = 2.0;
+constexpr size_t kBins = 2600;  // 0 .. 5200 W
+// With no limit and no table entry: an idle floor is typically 8-14 % of the board's limit
+// (H100 70/700 W, A100 55/400 W, L40S 35/350 W), so the limit is at least ~7x the floor.
+constexpr double kFloorToTopPrior = 7.0;
+
+size_t Bin(double w) {
+  if (w <= 0) return 0;
+  return std::min(kBins - 1, static_cast<size_t>(w / kBinW));
+}
+
+}  // namespace
+
+PowerCalibration::PowerCalibration(const std::string& name)
+    : all_hist_(kBins), busy_hist_(kBins) {
+  if (auto m = LookupGpuModel(name)) {
+    table_tdp_w_ = m->tdp_w;
+    table_idle_w_ = m->idle_w;
+    table_name_ = std::string(m->name);
+  }
+  Recompute();
+}
+
+void PowerCalibration::Add(double power_w, std::optional<double> util_pct,
+                           std::optional<double> limit_w) {
+  if (limit_w && *limit_w > 0) {
+    if (!limit_w_ || std::abs(*limit_w_ - *limit_w) > 0.5) {
+      limit_w_ = *limit_w;
+      since_recompute_ = 1 << 30;  // force a recompute
+    }
+  }
+  ++all_hist_[Bin(power_w)];
+  ++all_count_;
+  if (util_pct && *util_pct >= 90) {
+    ++busy_hist_[Bin(power_w)];
+    ++busy_count_;
+  }
+  // Cheap enough to redo every few hundred readings; early on, often, so priors give way fast.
+  const uint64_t every = all_count_ < 2048 ? 32 : 512;
+  if (++since_recompute_ >= every) Recompute();
+}
+
+double PowerCalibration::Percentile(const std::vector<uint32_t>& hist, uint64_t total, double q) {
+  if (total == 0) return 0;
+  const double target = q * static_cast<double>(total);
+  double acc = 0;
+  for (size_t i = 0; i < hist.size(); ++i) {
+    acc += hist[i];
+    if (acc >= target && hist[i] > 0) return (static_cast<double>(i) + 0.5) * kBinW;
+  }
+  return (static_cast<double>(hist.size()) - 0.5) * kBinW;
+}
+
+void PowerCalibration::Recompute() {
+  since_recompute_ = 0;
+  const bool have_obs = all_count_ >= 16;
+  const double obs_floor = have_obs ? Percentile(all_hist_, all_count_, 0.01) : 0;
+  const double obs_top = have_obs ? Percentile(all_hist_, all_count_, 0.995) : 0;
+
+  // Top of the range: the logged limit, else the table's TDP, else what was observed (but never
+  // a range so narrow that every reading looks like full power).
+  top_from_observation_ = false;
+  if (limit_w_) {
+    top_w_ = *limit_w_;
+  } else if (table_tdp_w_) {
+    top_w_ = *table_tdp_w_;
+  } else if (have_obs) {
+    top_w_ = std::max(obs_top, obs_floor * kFloorToTopPrior);
+    top_from_observation_ = true;
+  } else {
+    top_w_ = 0;
+  }
+  design_top_w_ = table_tdp_w_ ? std::max(*table_tdp_w_, top_w_) : top_w_;
+
+  // Floor: the lowest readings, but not above what an idle board of this size draws (a trace
+  // that starts mid-training never shows idle).
+  double prior_floor = table_idle_w_ ? *table_idle_w_ : (top_w_ > 0 && !top_from_observation_
+                                                             ? top_w_ / kFloorToTopPrior
+                                                             : 1e9);
+  if (have_obs) {
+    floor_w_ = std::min(obs_floor, prior_floor);
+    if (top_from_observation_) {
+      // No limit, no table: what we saw, but at least the range an idle floor implies (a log
+      // with no compute in it must not make a spinning board look like full power).
+      top_w_ = std::max(obs_top, floor_w_ * kFloorToTopPrior);
+      design_top_w_ = top_w_;
+    }
+  } else {
+    floor_w_ = prior_floor < 1e8 ? prior_floor : 0;
+  }
+  if (top_w_ <= floor_w_ + 1) top_w_ = floor_w_ + std::max(1.0, floor_w_ * kFloorToTopPrior);
+  if (design_top_w_ < top_w_) design_top_w_ = top_w_;
+
+  // Compute level: the upper part of the readings taken at >= 90 % utilization that are clearly
+  // above spin level. Spinning collectives read 100 % too, so take a high percentile.
+  const double range = top_w_ - floor_w_;
+  compute_w_ = floor_w_ + 0.8 * range;
+  if (busy_count_ >= 20) {
+    const double p90 = Percentile(busy_hist_, busy_count_, 0.90);
+    if (p90 > floor_w_ + 0.45 * range) compute_w_ = p90;
+  }
+}
+
+std::string PowerCalibration::source() const {
+  if (limit_w_) return fmt::format("power.limit {:.0f} W, floor {:.0f} W", *limit_w_, floor_w_);
+  if (table_tdp_w_) {
+    return fmt::format("table: {} (TDP {:.0f} W), floor {:.0f} W", table_name_, *table_tdp_w_,
+                       floor_w_);
+  }
+  return fmt::format("observed range {:.0f}-{:.0f} W", floor_w_, top_w_);
+}
+
+}  // namespace ww::triage

@@ -1,0 +1,63 @@
+// Per-GPU power calibration: where "idle" and "full compute" sit for this board, so that power can
+// be compared across GPU models and power caps. Seeded from the logged power limit or the table
+// of known models, refined from the readings themselves (a model the code has never heard of
+// works from the observed range alone).
+// Thread-safety: one instance per GPU, used by one thread.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace ww::triage {
+
+class PowerCalibration {
+ public:
+  // name: the GPU model as logged ("" when unknown).
+  explicit PowerCalibration(const std::string& name = "");
+
+  // Records one reading. util_pct may be absent.
+  void Add(double power_w, std::optional<double> util_pct, std::optional<double> limit_w);
+
+  // Idle floor (no kernels, clocks down), in W.
+  double floor_w() const { return floor_w_; }
+  // Reference top of the range (the power limit, the model's TDP, or the observed peak), in W.
+  double top_w() const { return top_w_; }
+  // Reference range for levels that do not scale with a power cap (communication draws a share
+  // of the board's design range, whatever the cap).
+  double design_range_w() const { return design_top_w_ - floor_w_; }
+  // Typical power while computing (util >= 90 %), from the readings; prior until seen.
+  double compute_level_w() const { return compute_w_; }
+
+  // Power as a fraction of [floor, top].
+  double Normalize(double power_w) const {
+    const double range = top_w_ - floor_w_;
+    return range > 1e-9 ? (power_w - floor_w_) / range : 0.0;
+  }
+
+  // "power.limit 700 W", "table: NVIDIA H100 (TDP 700 W)", "observed range 58-455 W".
+  std::string source() const;
+
+ private:
+  void Recompute();
+  static double Percentile(const std::vector<uint32_t>& hist, uint64_t total, double q);
+
+  std::optional<double> table_tdp_w_;
+  std::optional<double> table_idle_w_;
+  std::string table_name_;
+  std::optional<double> limit_w_;
+  std::vector<uint32_t> all_hist_;   // 2 W bins
+  std::vector<uint32_t> busy_hist_;  // readings with util >= 90 %
+  uint64_t all_count_ = 0;
+  uint64_t busy_count_ = 0;
+  uint64_t since_recompute_ = 0;
+  double floor_w_ = 0;
+  double top_w_ = 0;
+  double design_top_w_ = 0;
+  double compute_w_ = 0;
+  bool top_from_observation_ = false;
+};
+
+}  // namespace ww::triage

@@ -1,0 +1,85 @@
+#include "triage/classifier.h"
+
+#include <algorithm>
+
+namespace ww::triage {
+
+ProcState ClassifyProc(std::optional<double> mem_used_mib, double peak_mem_mib,
+                       const Thresholds& t) {
+  if (!mem_used_mib) return ProcState::kUnknown;
+  const double m = *mem_used_mib;
+  const bool had_model = peak_mem_mib >= t.loaded_mem_mib;
+  if (had_model && m < t.released_mem_frac * peak_mem_mib) {
+    return m < t.process_mem_mib ? ProcState::kNone : ProcState::kReleased;
+  }
+  if (m < t.process_mem_mib) return ProcState::kNone;
+  if (m < t.loaded_mem_mib) return ProcState::kContext;
+  return ProcState::kLoaded;
+}
+
+LocalClass ClassifyLocal(const LocalInput& in, const Thresholds& t) {
+  const bool no_process = in.proc == ProcState::kNone || in.proc == ProcState::kReleased;
+  if (!in.util_pct) {
+    // Power alone: working power means kernels; otherwise nothing we can call busy.
+    if (in.power_frac && *in.power_frac >= 0.45) return LocalClass::kBusy;
+    return no_process ? LocalClass::kGone : LocalClass::kLow;
+  }
+  const double u = *in.util_pct;
+  if (no_process && u < t.busy_util_pct) return LocalClass::kGone;
+  if (u >= t.spin_util_pct && in.power_frac && *in.power_frac < t.spin_power_frac) {
+    return LocalClass::kSpin;
+  }
+  if (u >= t.busy_util_pct) return LocalClass::kBusy;
+  if (u < t.low_util_pct) return LocalClass::kLow;
+  return LocalClass::kPartial;
+}
+
+bool IsStarved(const WindowStats& w, LocalClass now, ProcState proc, const Thresholds& t) {
+  if (proc == ProcState::kNone || proc == ProcState::kReleased) return false;
+  if (now == LocalClass::kSpin || now == LocalClass::kGone) return false;
+  if (w.samples < 3) return false;
+  // Repeated bursts and gaps (fine sampling), or utilization that keeps reading in between
+  // (coarse sampling averages a burst and a gap into one reading).
+  if (w.transitions >= t.starve_min_transitions && w.busy > 0 && w.low > 0) return true;
+  return w.partial * 2 >= w.samples && now == LocalClass::kPartial;
+}
+
+JobMode ClassifyJob(const JobCounts& c) {
+  if (c.active == 0) return JobMode::kNoJob;
+  const int alive = c.active - c.gone;
+  if (alive == 0) return JobMode::kNoJob;
+  if (c.spin > 0) {
+    if (c.spin + c.gone == c.active) return JobMode::kHangCandidate;
+    if (c.busy + c.partial + c.starved > 0) return JobMode::kStragglerWait;
+    return JobMode::kCheckpointWait;  // the rest are alive without kernels
+  }
+  if (c.low == alive) return JobMode::kAllQuiet;
+  return JobMode::kWorking;
+}
+
+GpuState DecideState(LocalClass local, bool starved, JobMode mode, bool trained, bool loaded) {
+  if (local == LocalClass::kGone) return GpuState::kIdle;
+  if (starved) return GpuState::kDataStarved;
+  switch (local) {
+    case LocalClass::kSpin:
+      return mode == JobMode::kCheckpointWait ? GpuState::kCheckpoint : GpuState::kCommunication;
+    case LocalClass::kBusy:
+      return GpuState::kCompute;
+    case LocalClass::kPartial:
+      return GpuState::kCompute;
+    case LocalClass::kLow:
+      if (mode == JobMode::kCheckpointWait && loaded) return GpuState::kCheckpoint;
+      if (mode == JobMode::kAllQuiet && trained && loaded) return GpuState::kCheckpoint;
+      return GpuState::kIdle;
+    case LocalClass::kGone:
+      break;
+  }
+  return GpuState::kIdle;
+}
+
+double ComputeShare(double power_w, double comm_level_w, double compute_level_w) {
+  if (compute_level_w <= comm_level_w + 1e-9) return 1.0;
+  return std::clamp((power_w - comm_level_w) / (compute_level_w - comm_level_w), 0.0, 1.0);
+}
+
+}  // namespace ww::triage

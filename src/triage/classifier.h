@@ -1,0 +1,103 @@
+// The decision logic, pure: features in, classes and states out. No I/O, no clocks, no state, so
+// it is table-tested and the same code serves offline triage and the live watcher.
+//
+// Two levels:
+//   1. Per GPU (ClassifyLocal): what this board is doing now, from utilization, power relative to
+//      its calibrated range, and whether a process holds memory.
+//   2. Per job (ClassifyJob): what the job is doing, from every GPU's local class. A spinning GPU
+//      means "waiting in a collective"; who it waits on decides whether that is communication
+//      (a rank still computing), a checkpoint (a live rank holding memory, not computing) or a
+//      hang (nobody left working).
+#pragma once
+
+#include <optional>
+
+#include "core/state.h"
+
+namespace ww::triage {
+
+struct Thresholds {
+  double spin_util_pct = 90;       // a spinning collective reads (nearly) 100 %
+  double spin_power_frac = 0.25;   // ... at low power: below this share of [floor, top]
+  double busy_util_pct = 50;       // at or above: kernels run most of the sample period
+  double low_util_pct = 20;        // below: no kernels to speak of (a saving rank reads 0-10 %)
+  double process_mem_mib = 300;    // below: no process (the driver alone holds ~0-130 MiB)
+  double released_mem_frac = 0.3;  // below this share of the GPU's peak: the process let go
+  double loaded_mem_mib = 2048;    // a peak above this means a model was loaded
+  double comm_level_frac = 0.33;   // NCCL moving data draws ~1/3 of the board's design range
+  int starve_min_transitions = 2;  // busy<->low flips in the window that mean bursts with gaps
+};
+
+// What the memory reading says about the process on this GPU.
+enum class ProcState : uint8_t {
+  kUnknown,   // memory.used not logged
+  kNone,      // no process
+  kContext,   // a CUDA context, no model (launch, data prep, or peers' contexts)
+  kLoaded,    // model in memory
+  kReleased,  // held a model earlier, let most of it go: the process exited
+};
+
+ProcState ClassifyProc(std::optional<double> mem_used_mib, double peak_mem_mib,
+                       const Thresholds& t);
+
+enum class LocalClass : uint8_t {
+  kGone,     // no process (none, or released)
+  kLow,      // process alive (or unknown), no kernels
+  kPartial,  // kernels part of the sample period
+  kSpin,     // pegged utilization at low power: waiting in a collective
+  kBusy,     // kernels most of the period at working power
+};
+
+struct LocalInput {
+  std::optional<double> util_pct;
+  std::optional<double> power_frac;  // power normalized to [floor, top]
+  ProcState proc = ProcState::kUnknown;
+};
+
+LocalClass ClassifyLocal(const LocalInput& in, const Thresholds& t);
+
+// Counts over a centered window of one GPU's local classes.
+struct WindowStats {
+  int samples = 0;
+  int busy = 0;  // kBusy or kSpin
+  int low = 0;
+  int partial = 0;
+  int transitions = 0;  // busy<->low flips between consecutive samples
+};
+
+// Bursts separated by waits while a process is alive: the input pipeline can't keep up.
+bool IsStarved(const WindowStats& w, LocalClass now, ProcState proc, const Thresholds& t);
+
+enum class JobMode : uint8_t {
+  kNoJob,            // no GPU of the job is active
+  kWorking,          // ranks compute; nobody waits for long
+  kStragglerWait,    // some ranks spin while others still compute
+  kCheckpointWait,   // ranks spin while live ranks hold memory without computing
+  kAllQuiet,         // every live rank holds memory without kernels (all-rank checkpoint, or
+                     // before training)
+  kHangCandidate,    // every active rank spins or has exited: nobody left to make progress
+};
+
+struct JobCounts {
+  int active = 0;  // GPUs of the job with a recent sample
+  int spin = 0;
+  int busy = 0;
+  int partial = 0;
+  int low = 0;      // alive, no kernels
+  int gone = 0;     // exited after having worked in this job
+  int starved = 0;
+};
+
+JobMode ClassifyJob(const JobCounts& c);
+
+// The state of one GPU's sample, given its local class and the job's mode.
+// trained: the job computed before (a quiet period after training is a checkpoint, before it is
+// start-up). loaded: the GPU holds a model (not only a context).
+GpuState DecideState(LocalClass local, bool starved, JobMode mode, bool trained, bool loaded);
+
+// For a busy sample: the share of the sample period spent computing rather than communicating,
+// by where power sits between the communication level and the GPU's compute level. Power is a
+// ~1 s average, so a sample mixing both reads in between; the split keeps seconds right.
+double ComputeShare(double power_w, double comm_level_w, double compute_level_w);
+
+}  // namespace ww::triage
