@@ -82,7 +82,6 @@ void PowerCalibration::Recompute() {
   } else {
     top_w_ = 0;
   }
-  design_top_w_ = table_tdp_w_ ? std::max(*table_tdp_w_, top_w_) : top_w_;
 
   // Floor: the lowest readings, but not above what an idle board of this size draws (a trace
   // that starts mid-training never shows idle).
@@ -95,22 +94,51 @@ void PowerCalibration::Recompute() {
       // No limit, no table: what we saw, but at least the range an idle floor implies (a log
       // with no compute in it must not make a spinning board look like full power).
       top_w_ = std::max(obs_top, floor_w_ * kFloorToTopPrior);
-      design_top_w_ = top_w_;
     }
   } else {
     floor_w_ = prior_floor < 1e8 ? prior_floor : 0;
   }
   if (top_w_ <= floor_w_ + 1) top_w_ = floor_w_ + std::max(1.0, floor_w_ * kFloorToTopPrior);
-  if (design_top_w_ < top_w_) design_top_w_ = top_w_;
 
-  // Compute level: the upper part of the readings taken at >= 90 % utilization that are clearly
-  // above spin level. Spinning collectives read 100 % too, so take a high percentile.
+  // Compute level: the top of the readings taken at >= 90 % utilization (spinning collectives
+  // read 100 % too, at low power, so only a high percentile is compute).
   const double range = top_w_ - floor_w_;
-  compute_w_ = floor_w_ + 0.8 * range;
+  // Until enough busy readings arrive: dense math draws ~80 % of the board's design range, or
+  // sits at the limit when the limit is a cap below that.
+  const double prior_top = table_tdp_w_ ? *table_tdp_w_ : top_w_;
+  compute_w_ = std::min(top_w_, floor_w_ + 0.8 * (prior_top - floor_w_));
   if (busy_count_ >= 20) {
-    const double p90 = Percentile(busy_hist_, busy_count_, 0.90);
-    if (p90 > floor_w_ + 0.45 * range) compute_w_ = p90;
+    // The top cluster of the busy readings: pure-compute readings cluster at the compute level,
+    // readings that blend compute and collectives (power is a ~1 s average) spread below it and
+    // can even outnumber it, and sensor noise spreads around it; so take the highest cluster
+    // holding a fair share of the readings, at its peak.
+    const size_t lo = static_cast<size_t>((floor_w_ + 0.45 * range) / kBinW);
+    constexpr size_t kHalf = 4;  // clusters are judged over +-8 W
+    std::vector<double> smooth(busy_hist_.size(), 0);
+    double above = 0;
+    for (size_t i = lo; i < busy_hist_.size(); ++i) above += busy_hist_[i];
+    for (size_t c = std::max<size_t>(lo, kHalf); c + kHalf < busy_hist_.size(); ++c) {
+      double w = 0;
+      for (size_t k = c - kHalf; k <= c + kHalf; ++k) w += busy_hist_[k];
+      smooth[c] = w;
+    }
+    const double need = std::max(6.0, 0.08 * above);
+    for (size_t c = smooth.size(); c-- > lo;) {
+      if (smooth[c] < need) continue;
+      size_t peak = c;
+      for (size_t k = c; k >= lo && k + 2 * kHalf >= c; --k) {
+        if (smooth[k] > smooth[peak]) peak = k;
+        if (k == 0) break;
+      }
+      compute_w_ = (static_cast<double>(peak) + 0.5) * kBinW;
+      break;
+    }
   }
+  // The board's design range: the table's TDP; else the limit, unless compute runs into it (a
+  // cap), in which case compute at ~80 % of the design range is the better guess.
+  const double implied_top = floor_w_ + (compute_w_ - floor_w_) / 0.8;
+  design_top_w_ = table_tdp_w_ ? *table_tdp_w_ : std::max(limit_w_.value_or(0), implied_top);
+  if (design_top_w_ < floor_w_ + 1) design_top_w_ = top_w_;
 }
 
 std::string PowerCalibration::source() const {

@@ -36,12 +36,18 @@ LocalClass ClassifyLocal(const LocalInput& in, const Thresholds& t) {
 
 bool IsStarved(const WindowStats& w, LocalClass now, ProcState proc, const Thresholds& t) {
   if (proc == ProcState::kNone || proc == ProcState::kReleased) return false;
-  if (now == LocalClass::kSpin || now == LocalClass::kGone) return false;
-  if (w.samples < 3) return false;
-  // Repeated bursts and gaps (fine sampling), or utilization that keeps reading in between
-  // (coarse sampling averages a burst and a gap into one reading).
+  // A spin is allowed: a burst after a gap starts at low power (power is a ~1 s average) with
+  // utilization already pegged. A long spin reads ~100 % and fails the band below.
+  if (now == LocalClass::kGone) return false;
+  if (w.samples < 3 || w.util_samples == 0) return false;
+  // The GPU works part of the time...
+  const double mean_util = w.util_sum / w.util_samples;
+  if (mean_util < t.starve_util_lo_pct || mean_util > t.starve_util_hi_pct) return false;
+  // ...in repeated bursts and gaps (fine sampling), or with utilization that keeps reading in
+  // between (coarse sampling averages a burst and a gap into one reading). One change of phase
+  // (training stops for a checkpoint) is neither.
   if (w.transitions >= t.starve_min_transitions && w.busy > 0 && w.low > 0) return true;
-  return w.partial * 2 >= w.samples && now == LocalClass::kPartial;
+  return w.partial * 10 >= w.samples * 3;
 }
 
 JobMode ClassifyJob(const JobCounts& c) {
@@ -79,7 +85,10 @@ GpuState DecideState(LocalClass local, bool starved, JobMode mode, bool trained,
 
 double ComputeShare(double power_w, double comm_level_w, double compute_level_w) {
   if (compute_level_w <= comm_level_w + 1e-9) return 1.0;
-  return std::clamp((power_w - comm_level_w) / (compute_level_w - comm_level_w), 0.0, 1.0);
+  // Deliberately not clamped to [0, 1]: sensor noise around either level then cancels when
+  // shares are summed into seconds (clamping would bias the sum towards the middle). Only
+  // outliers (transients far outside the two levels) are bounded.
+  return std::clamp((power_w - comm_level_w) / (compute_level_w - comm_level_w), -0.25, 1.25);
 }
 
 }  // namespace ww::triage

@@ -24,7 +24,9 @@ struct Thresholds {
   double process_mem_mib = 300;    // below: no process (the driver alone holds ~0-130 MiB)
   double released_mem_frac = 0.3;  // below this share of the GPU's peak: the process let go
   double loaded_mem_mib = 2048;    // a peak above this means a model was loaded
-  double comm_level_frac = 0.33;   // NCCL moving data draws ~1/3 of the board's design range
+  double comm_level_frac = 0.33;     // NCCL moving data draws ~1/3 of the board's design range
+  double starve_util_lo_pct = 15;    // mean utilization of a starving GPU sits in between
+  double starve_util_hi_pct = 85;
   int starve_min_transitions = 2;  // busy<->low flips in the window that mean bursts with gaps
 };
 
@@ -63,6 +65,8 @@ struct WindowStats {
   int low = 0;
   int partial = 0;
   int transitions = 0;  // busy<->low flips between consecutive samples
+  double util_sum = 0;
+  int util_samples = 0;
 };
 
 // Bursts separated by waits while a process is alive: the input pipeline can't keep up.
@@ -97,7 +101,8 @@ GpuState DecideState(LocalClass local, bool starved, JobMode mode, bool trained,
 
 // For a busy sample: the share of the sample period spent computing rather than communicating,
 // by where power sits between the communication level and the GPU's compute level. Power is a
-// ~1 s average, so a sample mixing both reads in between; the split keeps seconds right.
+// ~1 s average, so a sample mixing both reads in between; the split keeps seconds right. The
+// result may lie slightly outside [0, 1] (noise), so that sums of shares are unbiased.
 double ComputeShare(double power_w, double comm_level_w, double compute_level_w);
 
 }  // namespace ww::triage

@@ -52,6 +52,7 @@ struct TriageEngine::Gpu {
   LocalClass cls = LocalClass::kGone;
   ProcState proc = ProcState::kUnknown;
   bool starved = false;
+  bool sustained_spin = false;
   bool in_job = false;
   int64_t spin_since_ms = 0;
   int64_t gone_since_ms = 0;
@@ -177,6 +178,10 @@ void TriageEngine::Classify(Gpu& g, size_t index) {
     if (q.t_ms < p.t_ms - half_ms) continue;
     if (q.t_ms > p.t_ms + half_ms) break;
     ++w.samples;
+    if (q.util_pct) {
+      w.util_sum += *q.util_pct;
+      ++w.util_samples;
+    }
     const bool busy = IsBusyLike(q.cls);
     const bool low = q.cls == LocalClass::kLow;
     if (busy) ++w.busy;
@@ -190,39 +195,70 @@ void TriageEngine::Classify(Gpu& g, size_t index) {
       settled_busy = busy;
     }
   }
-  const bool starved = IsStarved(w, p.cls, p.proc, options_.thresholds);
+  // Utilization smoothed over +-0.5 s decides "no kernels" vs "some": a saving rank's copy
+  // kernels make single 100 ms readings of 10-30 %.
+  LocalClass cls = p.cls;
+  if (cls == LocalClass::kLow || cls == LocalClass::kPartial) {
+    double sum = 0;
+    int n = 0;
+    for (const Pending& q : g.win) {
+      if (q.t_ms < p.t_ms - 500) continue;
+      if (q.t_ms > p.t_ms + 500) break;
+      if (q.util_pct) {
+        sum += *q.util_pct;
+        ++n;
+      }
+    }
+    if (n > 0) cls = sum / n < options_.thresholds.low_util_pct ? LocalClass::kLow : LocalClass::kPartial;
+  }
+  const bool starved = IsStarved(w, cls, p.proc, options_.thresholds);
+  // Is this spin part of a sustained wait? The window reaches into the future, so a wait is known
+  // for what it is from its first sample, not a second later.
+  bool sustained_spin = false;
+  if (cls == LocalClass::kSpin) {
+    size_t a = index, b = index;
+    while (a > 0 && g.win[a - 1].cls == LocalClass::kSpin && g.win[a - 1].t_ms >= p.t_ms - half_ms) --a;
+    while (b + 1 < g.win.size() && g.win[b + 1].cls == LocalClass::kSpin &&
+           g.win[b + 1].t_ms <= p.t_ms + half_ms) {
+      ++b;
+    }
+    sustained_spin = static_cast<double>(g.win[b].t_ms - g.win[a].t_ms) / 1000.0 +
+                         std::max(g.interval_s, 0.0) >=
+                     options_.min_spin_s;
+  }
 
   // Update this GPU's view for the job.
-  if (p.cls == LocalClass::kSpin && (!g.classified || g.cls != LocalClass::kSpin)) {
+  if (cls == LocalClass::kSpin && (!g.classified || g.cls != LocalClass::kSpin)) {
     g.spin_since_ms = p.t_ms;
   }
-  if (p.cls == LocalClass::kGone && (!g.classified || g.cls != LocalClass::kGone)) {
+  if (cls == LocalClass::kGone && (!g.classified || g.cls != LocalClass::kGone)) {
     g.gone_since_ms = p.t_ms;
   }
   g.classified = true;
   g.cur_ms = p.t_ms;
-  g.cls = p.cls;
+  g.cls = cls;
   g.proc = p.proc;
   g.starved = starved;
+  g.sustained_spin = sustained_spin;
   g.last_power_w = p.power_w;
   g.last_power_frac = p.power_frac;
   g.last_util_mem = p.util_mem_pct;
-  if (p.proc == ProcState::kLoaded || (p.proc == ProcState::kUnknown && p.cls != LocalClass::kGone &&
-                                       p.cls != LocalClass::kLow)) {
+  if (p.proc == ProcState::kLoaded || (p.proc == ProcState::kUnknown && cls != LocalClass::kGone &&
+                                       cls != LocalClass::kLow)) {
     g.in_job = true;
   }
 
   JobCounts counts;
   const JobMode mode = EvaluateJob(p.t_ms, &counts);
-  if (p.cls == LocalClass::kBusy && !starved && p.proc != ProcState::kContext) trained_ = true;
+  if (cls == LocalClass::kBusy && !starved && p.proc != ProcState::kContext) trained_ = true;
   UpdateHang(mode, counts, p.t_ms);
   UpdateCheckpoint(mode, p.t_ms);
 
   const bool loaded = p.proc == ProcState::kLoaded || p.proc == ProcState::kUnknown;
-  GpuState state = DecideState(p.cls, starved, mode, trained_, loaded);
+  GpuState state = DecideState(cls, starved, mode, trained_, loaded);
   double share = 0;
   if (state == GpuState::kCompute) {
-    if (p.cls == LocalClass::kBusy && !std::isnan(p.power_w)) {
+    if (cls == LocalClass::kBusy && !std::isnan(p.power_w)) {
       const double floor = g.cal.floor_w();
       const double comm_w = floor + options_.thresholds.comm_level_frac * g.cal.design_range_w();
       share = ComputeShare(p.power_w, comm_w, g.cal.compute_level_w());
@@ -257,7 +293,12 @@ JobMode TriageEngine::EvaluateJob(int64_t now_ms, JobCounts* c) {
     if (g.cls == LocalClass::kGone) {
       ++c->gone;
     } else if (g.cls == LocalClass::kSpin) {
-      ++c->spin;
+      // A wait shorter than this is an ordinary collective, not ranks stuck waiting.
+      if (!g.sustained_spin) {
+        ++c->busy;
+      } else {
+        ++c->spin;
+      }
     } else if (g.starved) {
       ++c->starved;
     } else if (g.cls == LocalClass::kBusy) {
@@ -538,6 +579,17 @@ std::vector<GpuStats> TriageEngine::gpu_stats() const {
   std::vector<GpuStats> out;
   for (const auto& [key, gp] : gpus_) {
     GpuStats s = gp->stats;
+    // Shares are summed unclamped; a total can only dip below zero through noise.
+    auto& compute = s.seconds[static_cast<size_t>(GpuState::kCompute)];
+    auto& comm = s.seconds[static_cast<size_t>(GpuState::kCommunication)];
+    if (comm < 0) {
+      compute += comm;
+      comm = 0;
+    }
+    if (compute < 0) {
+      comm += compute;
+      compute = 0;
+    }
     s.calibration = gp->cal.source();
     out.push_back(std::move(s));
   }

@@ -28,8 +28,9 @@ namespace ww::triage {
 struct TriageOptions {
   Thresholds thresholds;
   double hang_confirm_s = 45;       // spin with nobody working this long is a hang
-  double window_s = 8;              // centered window for burst/gap patterns
+  double window_s = 12;             // centered window for burst/gap patterns
   double min_run_s = 0.3;           // a burst or gap shorter than this is a blip
+  double min_spin_s = 1.0;          // a shorter spin is an ordinary collective
   double debounce_s = 2;            // a hang candidate survives interruptions shorter than this
   double max_gap_s = 10;            // a longer gap in a GPU's samples counts as no data
   double stale_s = 5;               // a GPU silent this long is left out of job decisions

@@ -138,7 +138,8 @@ class Simulator {
   double truth_comm_s_ = 0;
   double truth_compute_s_ = 0;
   double sum_comm_jitter_ = 0;
-  std::vector<double> starved_wait_s_;  // per phase: wait per step in kStarved
+  std::vector<double> starved_wait_s_;   // per phase: wait for each batch in kStarved
+  std::vector<double> starved_burst_s_;  // per phase: compute per batch in kStarved
 };
 
 // A TelemetrySource over a simulated scenario (for `watch --source sim:NAME`).

@@ -1,0 +1,31 @@
+// Scores the triage engine against the simulator's ground truth: macro-F1 over phases (compute
+// and communication counted as one phase, samples within +-2 s of a truth phase change left out),
+// hang detection latency, false hangs, culprits and communication share.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "telemetry/sim/simulator.h"
+#include "triage/engine.h"
+
+namespace ww::testing {
+
+struct ScenarioScore {
+  double macro_f1 = 0;
+  std::map<std::string, double> f1_by_phase;
+  std::vector<triage::HangEpisode> found;
+  std::vector<sim::TruthHang> truth;
+  double comm_share = 0;        // classifier, job-wide
+  double truth_comm_share = 0;  // simulator
+  int64_t scored_samples = 0;
+  std::string confusion;  // "truth->label: count" for mismatches, for failure messages
+};
+
+ScenarioScore RunAndScore(const sim::ScenarioConfig& config,
+                          const triage::TriageOptions& options = {});
+
+std::string Describe(const sim::ScenarioConfig& c);
+
+}  // namespace ww::testing
