@@ -48,7 +48,7 @@ void PowerCalibration::Add(double power_w, std::optional<double> util_pct,
     ++busy_count_;
   }
   // Cheap enough to redo every few hundred readings; early on, often, so priors give way fast.
-  const uint64_t every = all_count_ < 2048 ? 32 : 512;
+  const uint64_t every = all_count_ < 256 ? 32 : (all_count_ < 4096 ? 256 : 4096);
   if (++since_recompute_ >= every) Recompute();
 }
 
@@ -117,10 +117,15 @@ void PowerCalibration::Recompute() {
     std::vector<double> smooth(busy_hist_.size(), 0);
     double above = 0;
     for (size_t i = lo; i < busy_hist_.size(); ++i) above += busy_hist_[i];
-    for (size_t c = std::max<size_t>(lo, kHalf); c + kHalf < busy_hist_.size(); ++c) {
-      double w = 0;
-      for (size_t k = c - kHalf; k <= c + kHalf; ++k) w += busy_hist_[k];
-      smooth[c] = w;
+    {
+      double w = 0;  // running sum over [c - kHalf, c + kHalf]
+      const size_t first = std::max<size_t>(lo, kHalf);
+      for (size_t k = first - kHalf; k < first + kHalf && k < busy_hist_.size(); ++k) w += busy_hist_[k];
+      for (size_t c = first; c + kHalf < busy_hist_.size(); ++c) {
+        w += busy_hist_[c + kHalf];
+        smooth[c] = w;
+        w -= busy_hist_[c - kHalf];
+      }
     }
     const double need = std::max(6.0, 0.08 * above);
     for (size_t c = smooth.size(); c-- > lo;) {

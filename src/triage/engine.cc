@@ -27,6 +27,8 @@ struct TriageEngine::Pending {
   LocalClass cls;
   ProcState proc;
   double power_frac;
+  bool transition;  // a debounced busy<->low change completes at this sample
+  int64_t spin_run_start_ms;  // for a spin sample: when its run of spin samples began
 };
 
 // A classified sample waiting to be emitted (held while a hang candidate may still relabel it).
@@ -44,6 +46,16 @@ struct TriageEngine::Gpu {
   double peak_mem_mib = 0;
   std::deque<Pending> win;
   size_t cursor = 0;  // win[cursor..] not classified yet
+  // Sliding windows over win, maintained incrementally (indices shift when win pops its front):
+  // [lo, hi) is the centered burst/gap window, [lo_s, hi_s) the +-0.5 s smoothing window.
+  size_t lo = 0, hi = 0, lo_s = 0, hi_s = 0;
+  WindowStats w;
+  double smooth_util_sum = 0;
+  int smooth_util_n = 0;
+  // Debounce state for transitions, at Add time.
+  bool run_busy = false;
+  int run_len = 0;
+  std::optional<bool> settled_busy;
   int64_t last_in_ms = std::numeric_limits<int64_t>::min();
   double interval_s = 0;  // EWMA of sample spacing
   // Job view, as of the last classified sample.
@@ -109,7 +121,10 @@ TriageEngine::Gpu& TriageEngine::GetGpu(GpuKey key) {
   g->key = key;
   g->stats.key = key;
   g->stats.name = name;
-  return *gpus_.emplace(key, std::move(g)).first->second;
+  Gpu* raw = g.get();
+  gpus_.emplace(key, std::move(g));
+  gpu_list_.push_back(raw);
+  return *raw;
 }
 
 void TriageEngine::Add(const GpuSample& s) {
@@ -142,6 +157,24 @@ void TriageEngine::Add(const GpuSample& s) {
   if (power) in.power_frac = p.power_frac;
   in.proc = p.proc;
   p.cls = ClassifyLocal(in, options_.thresholds);
+  // A burst or a gap counts once it lasts a few hundred ms: a lone 100 ms blip (a saving rank's
+  // copy kernel) is not a burst.
+  p.transition = false;
+  const bool busy = IsBusyLike(p.cls);
+  if (busy || p.cls == LocalClass::kLow) {
+    const int min_run = std::max(
+        1, static_cast<int>(std::lround(options_.min_run_s / std::max(g.interval_s, 1e-3))));
+    g.run_len = (g.run_len > 0 && g.run_busy == busy) ? g.run_len + 1 : 1;
+    g.run_busy = busy;
+    if (g.run_len == min_run) {
+      p.transition = g.settled_busy.has_value() && *g.settled_busy != busy;
+      g.settled_busy = busy;
+    }
+  }
+  p.spin_run_start_ms = p.t_ms;
+  if (p.cls == LocalClass::kSpin && !g.win.empty() && g.win.back().cls == LocalClass::kSpin) {
+    p.spin_run_start_ms = g.win.back().spin_run_start_ms;
+  }
   g.win.push_back(p);
   ClassifyReady(g);
 }
@@ -155,9 +188,13 @@ void TriageEngine::ClassifyReady(Gpu& g) {
     ++g.cursor;
     // Drop history no later window needs.
     const int64_t keep_from = g.win[g.cursor - 1].t_ms - half_ms;
-    while (g.cursor > 0 && g.win.front().t_ms < keep_from) {
+    while (g.cursor > 0 && g.lo > 0 && g.lo_s > 0 && g.win.front().t_ms < keep_from) {
       g.win.pop_front();
       --g.cursor;
+      --g.lo;
+      --g.hi;
+      --g.lo_s;
+      --g.hi_s;
     }
   }
 }
@@ -166,65 +203,59 @@ void TriageEngine::Classify(Gpu& g, size_t index) {
   const Pending& p = g.win[index];
   const double half_s = std::max(options_.window_s / 2, 2.5 * g.interval_s);
   const int64_t half_ms = static_cast<int64_t>(half_s * 1000);
-  WindowStats w;
-  // A burst or a gap counts once it lasts a few hundred ms: a lone 100 ms blip (a saving rank's
-  // copy kernel) is not a burst.
-  const int min_run = std::max(1, static_cast<int>(std::lround(
-                                      options_.min_run_s / std::max(g.interval_s, 1e-3))));
-  std::optional<bool> settled_busy;
-  bool run_busy = false;
-  int run_len = 0;
-  for (const Pending& q : g.win) {
-    if (q.t_ms < p.t_ms - half_ms) continue;
-    if (q.t_ms > p.t_ms + half_ms) break;
-    ++w.samples;
+  // Slide the centered window to [t - half, t + half].
+  auto add = [&](const Pending& q, int sign) {
+    WindowStats& w = g.w;
+    w.samples += sign;
     if (q.util_pct) {
-      w.util_sum += *q.util_pct;
-      ++w.util_samples;
+      w.util_sum += sign * *q.util_pct;
+      w.util_samples += sign;
     }
-    const bool busy = IsBusyLike(q.cls);
-    const bool low = q.cls == LocalClass::kLow;
-    if (busy) ++w.busy;
-    if (low) ++w.low;
-    if (q.cls == LocalClass::kPartial) ++w.partial;
-    if (!busy && !low) continue;
-    run_len = (run_len > 0 && run_busy == busy) ? run_len + 1 : 1;
-    run_busy = busy;
-    if (run_len == min_run) {
-      if (settled_busy && *settled_busy != busy) ++w.transitions;
-      settled_busy = busy;
-    }
-  }
+    if (IsBusyLike(q.cls)) w.busy += sign;
+    if (q.cls == LocalClass::kLow) w.low += sign;
+    if (q.cls == LocalClass::kPartial) w.partial += sign;
+    if (q.transition) w.transitions += sign;
+  };
+  while (g.hi < g.win.size() && g.win[g.hi].t_ms <= p.t_ms + half_ms) add(g.win[g.hi++], +1);
+  while (g.lo < g.hi && g.win[g.lo].t_ms < p.t_ms - half_ms) add(g.win[g.lo++], -1);
+  const WindowStats& w = g.w;
   // Utilization smoothed over +-0.5 s decides "no kernels" vs "some": a saving rank's copy
   // kernels make single 100 ms readings of 10-30 %.
-  LocalClass cls = p.cls;
-  if (cls == LocalClass::kLow || cls == LocalClass::kPartial) {
-    double sum = 0;
-    int n = 0;
-    for (const Pending& q : g.win) {
-      if (q.t_ms < p.t_ms - 500) continue;
-      if (q.t_ms > p.t_ms + 500) break;
-      if (q.util_pct) {
-        sum += *q.util_pct;
-        ++n;
-      }
+  while (g.hi_s < g.win.size() && g.win[g.hi_s].t_ms <= p.t_ms + 500) {
+    if (g.win[g.hi_s].util_pct) {
+      g.smooth_util_sum += *g.win[g.hi_s].util_pct;
+      ++g.smooth_util_n;
     }
-    if (n > 0) cls = sum / n < options_.thresholds.low_util_pct ? LocalClass::kLow : LocalClass::kPartial;
+    ++g.hi_s;
+  }
+  while (g.lo_s < g.hi_s && g.win[g.lo_s].t_ms < p.t_ms - 500) {
+    if (g.win[g.lo_s].util_pct) {
+      g.smooth_util_sum -= *g.win[g.lo_s].util_pct;
+      --g.smooth_util_n;
+    }
+    ++g.lo_s;
+  }
+  LocalClass cls = p.cls;
+  if ((cls == LocalClass::kLow || cls == LocalClass::kPartial) && g.smooth_util_n > 0) {
+    cls = g.smooth_util_sum / g.smooth_util_n < options_.thresholds.low_util_pct
+              ? LocalClass::kLow
+              : LocalClass::kPartial;
   }
   const bool starved = IsStarved(w, cls, p.proc, options_.thresholds);
   // Is this spin part of a sustained wait? The window reaches into the future, so a wait is known
   // for what it is from its first sample, not a second later.
   bool sustained_spin = false;
   if (cls == LocalClass::kSpin) {
-    size_t a = index, b = index;
-    while (a > 0 && g.win[a - 1].cls == LocalClass::kSpin && g.win[a - 1].t_ms >= p.t_ms - half_ms) --a;
+    // Scan both ways only as far as needed to know the run lasts min_spin_s.
+    const int64_t need_ms =
+        static_cast<int64_t>((options_.min_spin_s - std::max(g.interval_s, 0.0)) * 1000);
+    const int64_t start_ms = p.spin_run_start_ms;
+    size_t b = index;
     while (b + 1 < g.win.size() && g.win[b + 1].cls == LocalClass::kSpin &&
-           g.win[b + 1].t_ms <= p.t_ms + half_ms) {
+           g.win[b].t_ms - start_ms < need_ms) {
       ++b;
     }
-    sustained_spin = static_cast<double>(g.win[b].t_ms - g.win[a].t_ms) / 1000.0 +
-                         std::max(g.interval_s, 0.0) >=
-                     options_.min_spin_s;
+    sustained_spin = g.win[b].t_ms - start_ms >= need_ms;
   }
 
   // Update this GPU's view for the job.
@@ -284,7 +315,7 @@ void TriageEngine::Classify(Gpu& g, size_t index) {
 }
 
 JobMode TriageEngine::EvaluateJob(int64_t now_ms, JobCounts* c) {
-  for (auto& [key, gp] : gpus_) {
+  for (Gpu* gp : gpu_list_) {
     Gpu& g = *gp;
     if (!g.classified || !g.in_job) continue;
     const double stale_s = std::max(options_.stale_s, 3 * g.interval_s);
@@ -389,7 +420,7 @@ void TriageEngine::UpdateHang(JobMode mode, const JobCounts& counts, int64_t now
     Candidate& c = *candidate_;
     c.broken_since_ms = std::numeric_limits<int64_t>::min();
     // Evidence for the reasons.
-    for (auto& [key, gp] : gpus_) {
+    for (const Gpu* gp : gpu_list_) {
       const Gpu& g = *gp;
       if (g.cur_ms != now_ms || g.cls != LocalClass::kSpin) continue;
       if (!std::isnan(g.last_power_w)) {
@@ -516,7 +547,8 @@ void TriageEngine::UpdateCheckpoint(JobMode mode, int64_t now_ms) {
     }
     open_checkpoint_->end_ms = now_ms;
     if (mode == JobMode::kCheckpointWait) open_checkpoint_->all_ranks = false;
-    for (auto& [key, gp] : gpus_) {
+    for (const Gpu* gp : gpu_list_) {
+      const GpuKey key = gp->key;
       if (gp->in_job && gp->cls == LocalClass::kLow && gp->cur_ms == now_ms &&
           std::find(open_checkpoint_->writers.begin(), open_checkpoint_->writers.end(), key) ==
               open_checkpoint_->writers.end()) {

@@ -132,6 +132,7 @@ class TriageEngine {
   TriageOptions options_;
   TriageObserver* observer_;
   std::map<GpuKey, std::unique_ptr<Gpu>> gpus_;
+  std::vector<Gpu*> gpu_list_;  // the same GPUs, for cheap iteration on the hot path
   std::map<GpuKey, std::string> names_;
   std::deque<Record> records_;
   std::vector<HangEpisode> episodes_;

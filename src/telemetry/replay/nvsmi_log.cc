@@ -45,6 +45,10 @@ struct Column {
   Col col = Col::kIgnore;
   uint64_t bit = 0;
   std::string name;  // as written in the header, for messages
+  // For plain numeric columns, resolved once from the header: where the value goes and what
+  // range is plausible.
+  std::optional<double> GpuSample::*member = nullptr;
+  double lo = 0, hi = 0;
 };
 
 std::string_view Trim(std::string_view s) {
@@ -143,21 +147,57 @@ Column MapDmonName(std::string_view raw) {
 
 enum class Parse { kOk, kMissing, kBad, kImplausible };
 
-// Parses a numeric reading: "547.12 W", "547.12", "91 %", "0x0000000000000004", "[N/A]", "-".
+// Parses a numeric reading: "547.12 W", "547.12", "91 %", "-5", "[N/A]", "-". One pass over the
+// common case (this runs for every field of every row).
 Parse ParseNumber(std::string_view s, double* out) {
-  s = Trim(s);
-  if (s.empty() || s == "-" || s == "N/A" || s.front() == '[') return Parse::kMissing;
-  // Strip a trailing unit: letters and '%' after the number.
-  size_t end = s.size();
-  while (end > 0 && (std::isalpha(static_cast<unsigned char>(s[end - 1])) || s[end - 1] == '%')) {
-    --end;
+  const char* p = s.data();
+  const char* e = p + s.size();
+  while (p < e && (*p == ' ' || *p == '\t')) ++p;
+  while (e > p && (e[-1] == ' ' || e[-1] == '\t' || e[-1] == '\r')) --e;
+  if (p == e || *p == '[') return Parse::kMissing;
+  if ((e - p == 1 && *p == '-') || (e - p == 3 && std::string_view(p, 3) == "N/A")) {
+    return Parse::kMissing;
   }
-  std::string_view num = Trim(s.substr(0, end));
-  if (num.empty()) return Parse::kBad;
+  auto is_unit_char = [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '%';
+  };
+  // Fast path: digits with an optional fraction, then an optional unit; exact up to 15 digits.
+  uint64_t mant = 0;
+  int digits = 0, frac_digits = 0;
+  bool dot = false;
+  const char* q = p;
+  for (; q < e; ++q) {
+    const char c = *q;
+    if (c >= '0' && c <= '9') {
+      mant = mant * 10 + static_cast<uint64_t>(c - '0');
+      ++digits;
+      if (dot) ++frac_digits;
+    } else if (c == '.' && !dot) {
+      dot = true;
+    } else {
+      break;
+    }
+  }
+  if (digits > 0 && digits <= 15) {
+    const char* r = q;
+    while (r < e && *r == ' ') ++r;
+    while (r < e && is_unit_char(*r)) ++r;
+    if (r == e) {
+      static constexpr double kPow10[] = {1,   1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
+                                          1e8, 1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15};
+      *out = static_cast<double>(mant) / kPow10[frac_digits];
+      return Parse::kOk;
+    }
+  }
+  // General path: strip a trailing unit, then from_chars (signs, exponents, long numbers).
+  const char* end = e;
+  while (end > p && is_unit_char(end[-1])) --end;
+  while (end > p && end[-1] == ' ') --end;
+  if (end == p) return Parse::kBad;
   double v = 0;
-  auto [ptr, ec] = std::from_chars(num.data(), num.data() + num.size(), v);
+  auto [ptr, ec] = std::from_chars(p, end, v);
   if (ec == std::errc::result_out_of_range) return Parse::kImplausible;
-  if (ec != std::errc() || ptr != num.data() + num.size()) return Parse::kBad;
+  if (ec != std::errc() || ptr != end) return Parse::kBad;
   if (!std::isfinite(v)) return Parse::kImplausible;
   *out = v;
   return Parse::kOk;
@@ -190,19 +230,19 @@ Range PlausibleRange(Col col) {
   }
 }
 
-std::optional<double>* FieldFor(GpuSample& s, Col col) {
+std::optional<double> GpuSample::*MemberFor(Col col) {
   switch (col) {
-    case Col::kPowerAvg: return &s.power_w;
-    case Col::kPowerInstant: return &s.power_instant_w;
-    case Col::kPowerLimit: return &s.power_limit_w;
-    case Col::kEnforcedLimit: return &s.power_limit_w;
-    case Col::kUtilGpu: return &s.util_gpu_pct;
-    case Col::kUtilMem: return &s.util_mem_pct;
-    case Col::kClockSm: return &s.sm_clock_mhz;
-    case Col::kClockMem: return &s.mem_clock_mhz;
-    case Col::kTemp: return &s.temperature_c;
-    case Col::kMemUsed: return &s.mem_used_mib;
-    case Col::kMemTotal: return &s.mem_total_mib;
+    case Col::kPowerAvg: return &GpuSample::power_w;
+    case Col::kPowerInstant: return &GpuSample::power_instant_w;
+    case Col::kPowerLimit: return &GpuSample::power_limit_w;
+    case Col::kEnforcedLimit: return &GpuSample::power_limit_w;
+    case Col::kUtilGpu: return &GpuSample::util_gpu_pct;
+    case Col::kUtilMem: return &GpuSample::util_mem_pct;
+    case Col::kClockSm: return &GpuSample::sm_clock_mhz;
+    case Col::kClockMem: return &GpuSample::mem_clock_mhz;
+    case Col::kTemp: return &GpuSample::temperature_c;
+    case Col::kMemUsed: return &GpuSample::mem_used_mib;
+    case Col::kMemTotal: return &GpuSample::mem_total_mib;
     default: return nullptr;
   }
 }
@@ -358,6 +398,12 @@ class NvsmiLogSource final : public TelemetrySource {
   }
 
   Status FinishHeader(int64_t line) {
+    for (Column& c : columns_) {
+      c.member = MemberFor(c.col);
+      const Range r = PlausibleRange(c.col);
+      c.lo = r.lo;
+      c.hi = r.hi;
+    }
     int known = 0;
     for (size_t i = 0; i < columns_.size(); ++i) {
       const Column& c = columns_[i];
@@ -430,8 +476,8 @@ class NvsmiLogSource final : public TelemetrySource {
         WW_RETURN_IF_ERROR(Bad(0, d.first, d.second));
       }
       if (t.front() == '#') continue;  // dmon repeats its header; comments
-      if (!dmon_ && options_.query.empty() && MapCsvName(SplitFirst(t)).col == Col::kTimestamp &&
-          n > 1) {
+      if (!dmon_ && options_.query.empty() && std::isalpha(static_cast<unsigned char>(t.front())) &&
+          MapCsvName(SplitFirst(t)).col == Col::kTimestamp && n > 1) {
         continue;  // a repeated header (logs concatenated)
       }
       if (line.find('\0') != std::string_view::npos) {
@@ -523,14 +569,11 @@ class NvsmiLogSource final : public TelemetrySource {
           default: {
             double v;
             Parse p = ParseNumber(f, &v);
+            if (p == Parse::kOk && (v < c.lo || v > c.hi)) p = Parse::kImplausible;
             if (p == Parse::kOk) {
-              Range r = PlausibleRange(c.col);
-              if (v < r.lo || v > r.hi) p = Parse::kImplausible;
-            }
-            if (p == Parse::kOk) {
-              std::optional<double>* field = FieldFor(row.sample, c.col);
+              std::optional<double>& field = row.sample.*c.member;
               // enforced.power.limit wins over power.limit when both are logged.
-              if (c.col != Col::kPowerLimit || !field->has_value()) *field = v;
+              if (c.col != Col::kPowerLimit || !field.has_value()) field = v;
             } else if (p == Parse::kBad) {
               row_bad = true;
               bad_msg = fmt::format("line {}: {}: '{}' is not a number", n, c.name, Trim(f));
