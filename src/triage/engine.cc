@@ -13,9 +13,14 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 bool IsBusyLike(LocalClass c) { return c == LocalClass::kBusy || c == LocalClass::kSpin; }
 
-std::string KeyName(GpuKey k) { return fmt::format("{}/{}", k.host, k.gpu); }
-
 }  // namespace
+
+std::string TriageEngine::KeyName(GpuKey k) const {
+  if (k.host < host_names_.size()) return fmt::format("{}/GPU{}", host_names_[k.host], k.gpu);
+  return fmt::format("host{}/GPU{}", k.host, k.gpu);
+}
+
+void TriageEngine::SetHostNames(std::vector<std::string> hosts) { host_names_ = std::move(hosts); }
 
 // A sample waiting for its centered window, then kept as history for later samples' windows.
 struct TriageEngine::Pending {

@@ -93,6 +93,8 @@ class TriageEngine {
 
   // Names and identities of the GPUs, when the source knows them (seeds calibration).
   void SetGpuInfo(const std::vector<GpuInfo>& gpus);
+  // Host names by GpuKey::host, for the reasons given in words.
+  void SetHostNames(std::vector<std::string> hosts);
   // One sample. Samples of one GPU must come in increasing time order.
   void Add(const GpuSample& sample);
   // End of input: classifies what is pending and closes open episodes as `ongoing`.
@@ -128,6 +130,7 @@ class TriageEngine {
   void Emit(bool all);
   void Account(const Record& r);
   std::vector<std::string> HangReasons(const HangEpisode& e) const;
+  std::string KeyName(GpuKey k) const;
 
   TriageOptions options_;
   TriageObserver* observer_;
@@ -145,6 +148,7 @@ class TriageEngine {
   int64_t first_ms_ = INT64_MAX;
   int64_t last_ms_ = INT64_MIN;
   std::vector<std::string> notes_;
+  std::vector<std::string> host_names_;
 };
 
 }  // namespace ww::triage

@@ -12,6 +12,7 @@ Status RunToEnd(TelemetrySource& source, TriageEngine& engine) {
     if (batch.empty()) break;
     if (!named) {
       engine.SetGpuInfo(source.gpus());
+      engine.SetHostNames(source.hosts());
       named = true;
     }
     for (const GpuSample& s : batch) engine.Add(s);
