@@ -7,9 +7,9 @@ PKGS=(
   build-essential cmake ninja-build pkg-config
   libcli11-dev nlohmann-json3-dev libfmt-dev libspdlog-dev libyaml-cpp-dev
   libcpp-httplib-dev libgtest-dev libgmock-dev libbenchmark-dev
-  libpcre2-dev libzstd-dev zlib1g-dev libutf8proc-dev
+  libpcre2-dev libzstd-dev zlib1g-dev libutf8proc-dev libsentencepiece-dev sentencepiece nodejs
   clang libclang-rt-14-dev
-  prometheus python3 python3-pandas
+  prometheus python3 python3-pandas chromium tmux
 )
 
 missing=()

@@ -7,6 +7,7 @@
 
 #include "commands.h"
 #include "core/exit_codes.h"
+#include "report/html_report.h"
 #include "report/labels_writer.h"
 #include "report/triage_report.h"
 #include "telemetry/replay/nvsmi_log.h"
@@ -20,6 +21,7 @@ struct TriageFlags {
   bool json = false;
   std::string json_out;
   std::string labels;
+  std::string html;
   bool fail_on_hang = false;
   std::string query;
   int64_t interval_ms = 0;
@@ -32,6 +34,7 @@ int RunTriage(const TriageFlags& f) {
   ReplayOptions ro;
   ro.query = f.query;
   ro.interval_ms = f.interval_ms;
+  ro.triage_fields_only = true;
   auto source = OpenReplay(f.files, ro);
   if (!source.ok()) {
     std::cerr << "wattwatch triage: " << source.status().message() << "\n";
@@ -54,8 +57,13 @@ int RunTriage(const TriageFlags& f) {
     labels = std::make_unique<report::LabelsCsvWriter>(labels_file, hosts, false);
     fanout.Add(labels.get());
   }
+  // --html: a decorator records power/util per time bucket, an observer the labels.
+  report::TimelineCollector timeline(opts.thresholds);
+  report::RecordingSource recording(source->get(), &timeline);
+  if (!f.html.empty()) fanout.Add(&timeline);
   triage::TriageEngine engine(opts, &fanout);
-  Status st = triage::RunToEnd(**source, engine);
+  Status st = f.html.empty() ? triage::RunToEnd(**source, engine)
+                             : triage::RunToEnd(recording, engine);
   if (labels) labels->Flush();
   if (labels_file && labels_file != stdout) std::fclose(labels_file);
   if (!st.ok()) {
@@ -68,6 +76,15 @@ int RunTriage(const TriageFlags& f) {
     out << report::RenderJson(rep).dump(2) << "\n";
     if (!out) {
       std::cerr << "wattwatch triage: " << f.json_out << ": cannot write\n";
+      return kExitBadInput;
+    }
+  }
+  if (!f.html.empty()) {
+    report::HtmlOptions ho;
+    ho.inputs = f.files;
+    Status hs = report::WriteHtmlReport(f.html, rep, timeline, ho);
+    if (!hs.ok()) {
+      std::cerr << "wattwatch triage: " << hs.message() << "\n";
       return kExitBadInput;
     }
   }
@@ -103,6 +120,7 @@ Examples:
   wattwatch triage node0.csv node1.csv
   wattwatch triage node*.csv --json > triage.json
   wattwatch triage gpu.csv --labels labels.csv --fail-on-hang
+  wattwatch triage node*.csv --html report.html   # open it in any browser, offline
 
 Exit codes: 0 triage ran; 2 unusable input (the message names file, line and field);
 3 a hang was found and --fail-on-hang was given.)");
@@ -113,6 +131,8 @@ Exit codes: 0 triage ran; 2 unusable input (the message names file, line and fie
   cmd->add_option("--json-out", flags->json_out, "also write the JSON result to this file");
   cmd->add_option("--labels", flags->labels,
                   "write one `host,timestamp,gpu,state` row per input sample ('-': stdout)");
+  cmd->add_option("--html", flags->html,
+                  "also write a self-contained HTML timeline (swimlanes, power, zoom) to this file");
   cmd->add_flag("--fail-on-hang", flags->fail_on_hang, "exit 3 when a hang was found");
   cmd->add_option("--query", flags->query,
                   "the --query-gpu list of a headerless (csv,noheader) log");

@@ -8,6 +8,11 @@
 namespace ww::app {
 
 void AddTriageCommand(CLI::App& app, int* exit_code);
+void AddTokenizeCommand(CLI::App& app, int* exit_code);
 void AddSimulateCommand(CLI::App& app, int* exit_code);
+void AddGateCommand(CLI::App& app, int* exit_code);
+void AddDevicesCommand(CLI::App& app, int* exit_code);
+void AddRecordCommand(CLI::App& app, int* exit_code);
+void AddTopCommand(CLI::App& app, int* exit_code);
 
 }  // namespace ww::app

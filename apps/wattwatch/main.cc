@@ -17,7 +17,12 @@ int main(int argc, char** argv) {
 
   int exit_code = ww::kExitOk;
   ww::app::AddTriageCommand(app, &exit_code);
+  ww::app::AddTokenizeCommand(app, &exit_code);
   ww::app::AddSimulateCommand(app, &exit_code);
+  ww::app::AddGateCommand(app, &exit_code);
+  ww::app::AddDevicesCommand(app, &exit_code);
+  ww::app::AddRecordCommand(app, &exit_code);
+  ww::app::AddTopCommand(app, &exit_code);
 
   try {
     app.parse(argc, argv);

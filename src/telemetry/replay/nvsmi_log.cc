@@ -51,6 +51,42 @@ struct Column {
   double lo = 0, hi = 0;
 };
 
+// Text taken from a log (GPU names, uuids, values quoted in warnings, file names) ends up in the
+// JSON report, which must be valid UTF-8 (nlohmann::json throws on dump otherwise): a byte that
+// does not start a well-formed UTF-8 sequence becomes U+FFFD. Valid text passes unchanged.
+std::string ValidUtf8(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  size_t i = 0;
+  while (i < s.size()) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    const size_t len = c < 0x80           ? 1
+                       : (c >> 5) == 0x6  ? 2
+                       : (c >> 4) == 0xE  ? 3
+                       : (c >> 3) == 0x1E ? 4
+                                          : 0;
+    bool ok = len > 0 && i + len <= s.size();
+    uint32_t cp = len == 1 ? c : len == 2 ? (c & 0x1Fu) : len == 3 ? (c & 0x0Fu) : (c & 0x07u);
+    for (size_t k = 1; ok && k < len; ++k) {
+      const auto b = static_cast<unsigned char>(s[i + k]);
+      ok = (b & 0xC0) == 0x80;
+      cp = (cp << 6) | (b & 0x3Fu);
+    }
+    // No overlong forms, no surrogates, nothing above U+10FFFF.
+    if (ok && len == 2) ok = cp >= 0x80;
+    if (ok && len == 3) ok = cp >= 0x800 && (cp < 0xD800 || cp > 0xDFFF);
+    if (ok && len == 4) ok = cp >= 0x10000 && cp <= 0x10FFFF;
+    if (ok) {
+      out.append(s.substr(i, len));
+      i += len;
+    } else {
+      out += "\xEF\xBF\xBD";
+      ++i;
+    }
+  }
+  return out;
+}
+
 std::string_view Trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
   while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
@@ -286,7 +322,7 @@ class NvsmiLogSource final : public TelemetrySource {
   NvsmiLogSource(std::unique_ptr<LineReader> reader, std::string host, uint16_t host_index,
                  ReplayOptions options)
       : reader_(std::move(reader)),
-        hosts_{std::move(host)},
+        hosts_{ValidUtf8(host)},
         host_index_(host_index),
         options_(std::move(options)) {}
 
@@ -365,7 +401,7 @@ class NvsmiLogSource final : public TelemetrySource {
   }
   std::vector<std::string> warnings() const override {
     auto lines = warnings_.Render();
-    for (auto& l : lines) l = reader_->path() + ": " + l;
+    for (auto& l : lines) l = ValidUtf8(reader_->path() + ": " + l);
     return lines;
   }
 
@@ -399,6 +435,21 @@ class NvsmiLogSource final : public TelemetrySource {
 
   Status FinishHeader(int64_t line) {
     for (Column& c : columns_) {
+      if (options_.triage_fields_only) {
+        switch (c.col) {
+          case Col::kClockSm:
+          case Col::kClockMem:
+          case Col::kTemp:
+          case Col::kMemTotal:
+          case Col::kPstate:
+          case Col::kReasonsMask:
+          case Col::kReasonBit:
+            c.col = Col::kIgnore;
+            break;
+          default:
+            break;
+        }
+      }
       c.member = MemberFor(c.col);
       const Range r = PlausibleRange(c.col);
       c.lo = r.lo;
@@ -523,7 +574,11 @@ class NvsmiLogSource final : public TelemetrySource {
           }
           case Col::kUuid:
           case Col::kBusId:
-            if (row.id.empty()) row.id = std::string(Trim(f));
+            // With an index column the GPU is known; keep the id only for the first sighting.
+            if (row.id.empty() && (index_col_ < 0 || !last_ms_.count(static_cast<uint16_t>(
+                                                        row.index.value_or(0))))) {
+              row.id = ValidUtf8(Trim(f));
+            }
             break;
           case Col::kPstate: {
             std::string_view v = Trim(f);
@@ -620,7 +675,7 @@ class NvsmiLogSource final : public TelemetrySource {
         WW_RETURN_IF_ERROR(Bad(n, bad_msg, "malformed value (field left absent)"));
         if (!row.index && index_col_ >= 0) continue;  // can't place the row without its GPU
       }
-      if (name_col_ >= 0) name_ = std::string(Trim(fields_[static_cast<size_t>(name_col_)]));
+      if (name_col_ >= 0 && name_.empty()) name_ = std::string(Trim(fields_[static_cast<size_t>(name_col_)]));
       return std::optional<Row>(std::move(row));
     }
   }
@@ -799,8 +854,8 @@ class NvsmiLogSource final : public TelemetrySource {
     if (inserted) {
       GpuInfo info;
       info.key = row.sample.key;
-      info.name = name_;
-      if (uuid_col_ >= 0 || bus_col_ >= 0) info.uuid = row.id;
+      info.name = ValidUtf8(name_);
+      if (uuid_col_ >= 0 || bus_col_ >= 0) info.uuid = ValidUtf8(row.id);
       infos_[gpu] = std::move(info);
     }
     pending_tick_.push_back(row.sample);

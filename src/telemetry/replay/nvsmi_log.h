@@ -31,6 +31,9 @@ struct ReplayOptions {
   // interval; samples get synthetic times from 1970-01-01 in steps of it. 0: required timestamps.
   int64_t interval_ms = 0;
   // Malformed rows tolerated before the file is rejected: a fraction of data rows, and a floor.
+  // Parse only the columns triage reads (timestamp, identity, power, limit, utilizations,
+  // memory used); the rest are skipped unparsed, which is most of the cost of a wide log.
+  bool triage_fields_only = false;
   double max_bad_row_fraction = 0.01;
   int64_t max_bad_rows_floor = 20;
 };

@@ -1,0 +1,81 @@
+// Tokenizer throughput, one thread (MB/s per core), on the corpora bench/tokenizer_corpus.py
+// writes. bench/tokenizer.sh runs this next to the reference implementations on the same files
+// and prints the ratios; run it alone with
+//   WW_TOKENIZER=tokenizer.json WW_BENCH_CORPORA=DIR build/release/tokenizer_bench
+// Benchmarks: Encode/<corpus>/cold loads a fresh tokenizer per iteration (untimed) so the piece
+// cache starts empty, as in a one-shot gate run; Encode/<corpus>/warm reuses one tokenizer.
+#include <benchmark/benchmark.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gate/tokenizer/jsonl_text.h"
+#include "gate/tokenizer/tokenizer.h"
+
+namespace {
+
+std::string Env(const char* name) {
+  const char* v = std::getenv(name);
+  return v ? v : "";
+}
+
+std::vector<std::string> LoadCorpus(const std::string& name) {
+  std::vector<std::string> texts;
+  std::ifstream in(Env("WW_BENCH_CORPORA") + "/" + name + ".jsonl");
+  for (std::string line; std::getline(in, line);) {
+    auto t = ww::ExtractJsonlText(line, "text");
+    if (t.ok()) texts.push_back(std::move(t).value());
+  }
+  return texts;
+}
+
+std::unique_ptr<ww::Tokenizer> LoadTokenizer() {
+  auto t = ww::Tokenizer::Load(Env("WW_TOKENIZER"));
+  if (!t.ok()) {
+    std::cerr << t.status().message() << "\n";
+    std::exit(2);
+  }
+  return std::move(t).value();
+}
+
+void EncodeCorpus(benchmark::State& state, const std::string& corpus, bool cold) {
+  const auto texts = LoadCorpus(corpus);
+  if (texts.empty()) {
+    state.SkipWithError("empty corpus: set WW_BENCH_CORPORA");
+    return;
+  }
+  size_t bytes = 0;
+  for (const auto& t : texts) bytes += t.size();
+  std::unique_ptr<ww::Tokenizer> tok = LoadTokenizer();
+  size_t tokens = 0;
+  for (auto _ : state) {
+    if (cold) {
+      state.PauseTiming();
+      tok = LoadTokenizer();
+      state.ResumeTiming();
+    }
+    tokens = 0;
+    for (const auto& t : texts) tokens += tok->Encode(t).size();
+    benchmark::DoNotOptimize(tokens);
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(bytes) * state.iterations());
+  state.counters["tokens"] = static_cast<double>(tokens);
+  state.counters["bytes"] = static_cast<double>(bytes);
+}
+
+}  // namespace
+
+BENCHMARK_CAPTURE(EncodeCorpus, prose/cold, std::string("prose"), true)
+    ->Iterations(3)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK_CAPTURE(EncodeCorpus, prose/warm, std::string("prose"), false)
+    ->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK_CAPTURE(EncodeCorpus, code/cold, std::string("code"), true)
+    ->Iterations(3)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK_CAPTURE(EncodeCorpus, code/warm, std::string("code"), false)
+    ->Unit(benchmark::kMillisecond)->UseRealTime();
+
+BENCHMARK_MAIN();

@@ -1,0 +1,126 @@
+// NvmlSource: live GPU telemetry from NVML, as a TelemetrySource (one host: this machine).
+//
+// Each GPU is read by its own worker thread; Next() hands every idle worker one job and waits at
+// most `call_deadline_ms` for all of them. A GPU whose NVML call has not returned by then (a hung
+// driver call is a known failure mode) is reported stale for that tick: its sample carries no
+// readings, last_status() says which call blocked, and the others are sampled as usual. While
+// its worker stays stuck the GPU stays stale without delaying later ticks; when the call finally
+// returns the GPU recovers on the next tick. A stuck worker is detached at destruction: it owns
+// (by shared_ptr) everything it touches, including the dlopen'd library, so process exit never
+// waits for it and the library is never unmapped under it.
+//
+// Readings follow house rule 2: a field the device does not support, or whose read failed, is
+// absent, never 0. Derived values need two readings and are absent on the first tick:
+//   power_mean_w   = delta energy counter / delta time (exact mean power between readings)
+//   pcie_*, nvlink_* = delta of NVML's cumulative byte / KiB counters / delta of NVML timestamps,
+//                    with wrap-around at the counter's width (from its NVML value type).
+// A counter that moves back further than a plausible wrap (driver reload) yields no value that
+// tick and a warning. GPM metrics (Hopper and newer) are computed from two GPM samples more
+// than 100 ms apart; at shorter intervals they appear on the ticks where that holds.
+//
+// Open() itself runs NVML's loading, nvmlInit and enumeration on a thread with init_deadline_ms;
+// per-GPU identity (name, UUID, PCI id, architecture) and Xid registration happen in each GPU's
+// first job, under the call deadline, so gpus() fills in after the first Next().
+//
+// Ownership: the caller owns the source; the clock must outlive it. Thread-safety: Next() and
+// the accessors are called by one thread at a time (the TelemetrySource contract).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/clock.h"
+#include "core/sample.h"
+#include "core/status.h"
+#include "telemetry/nvml/nvml_api.h"
+#include "telemetry/source.h"
+
+namespace ww::nvml {
+
+// The readings NVML can provide, for support reporting (`wattwatch devices`).
+enum class NvmlField : int {
+  kPowerDraw,          // nvmlDeviceGetPowerUsage, ~1 s average
+  kPowerInstant,       // field NVML_FI_DEV_POWER_INSTANT
+  kEnergy,             // nvmlDeviceGetTotalEnergyConsumption (mean power derives from it)
+  kPowerLimit,         // nvmlDeviceGetEnforcedPowerLimit
+  kUtilization,        // nvmlDeviceGetUtilizationRates (gpu and memory)
+  kSmClock,            // nvmlDeviceGetClockInfo(NVML_CLOCK_SM)
+  kMemClock,           // nvmlDeviceGetClockInfo(NVML_CLOCK_MEM)
+  kClockEventReasons,  // nvmlDeviceGetCurrentClocksEventReasons
+  kTemperature,        // nvmlDeviceGetTemperature(NVML_TEMPERATURE_GPU)
+  kMemory,             // nvmlDeviceGetMemoryInfo(_v2)
+  kPstate,             // nvmlDeviceGetPerformanceState
+  kPcieTx,             // field NVML_FI_DEV_PCIE_COUNT_TX_BYTES
+  kPcieRx,             // field NVML_FI_DEV_PCIE_COUNT_RX_BYTES
+  kNvlinkTx,           // field NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX (all links)
+  kNvlinkRx,           // field NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX (all links)
+  kGpm,                // nvmlGpm*: SM activity, SM occupancy, tensor activity, DRAM bandwidth
+  kXid,                // nvmlEventTypeXidCriticalError events
+  kCount,
+};
+inline constexpr int kNvmlFieldCount = static_cast<int>(NvmlField::kCount);
+// Stable short name, e.g. "power.draw", "pcie.tx", "gpm".
+const char* NvmlFieldName(NvmlField field);
+
+enum class Support : uint8_t {
+  kUnknown,      // never answered yet (the GPU was stale, lost, or the read failed)
+  kSupported,    // answered NVML_SUCCESS at least once
+  kUnsupported,  // NVML_ERROR_NOT_SUPPORTED, or the library lacks the entry point
+};
+
+// What happened to one GPU in the last tick, beyond its readings.
+struct NvmlGpuStatus {
+  bool stale = false;         // an NVML call missed its deadline; the sample has no readings
+  std::string stale_reason;   // e.g. "nvmlDeviceGetPowerUsage did not return within 200 ms"
+  bool lost = false;          // NVML_ERROR_GPU_IS_LOST (fallen off the bus); no readings
+  std::vector<uint64_t> xids;  // Xid critical errors reported since the previous tick
+  int64_t read_latency_us = -1;  // time the worker spent on all calls; -1 when not read
+};
+
+struct NvmlSourceOptions {
+  std::string library_path;  // empty: $WATTWATCH_NVML_LIB, else libnvidia-ml.so.1
+  std::string hostname;      // empty: gethostname()
+  Clock* clock = nullptr;    // nullptr: SystemClock()
+  int64_t call_deadline_ms = 500;
+  // Loading NVML, nvmlInit and enumerating GPUs: slower than a read (nvmlInit attaches every GPU,
+  // seconds without persistence mode), but a hung driver still must not hang the process.
+  int64_t init_deadline_ms = 30000;
+};
+
+class NvmlSource final : public TelemetrySource {
+ public:
+  // Loads NVML and enumerates GPUs. kUnavailable, with one message that says what is missing and
+  // how to point wattwatch at a library, when there is no library, no driver, or no GPU.
+  static Result<std::unique_ptr<NvmlSource>> Open(const NvmlSourceOptions& options);
+  ~NvmlSource() override;
+
+  // Reads every GPU once and appends one GpuSample per GPU (stale and lost GPUs included, with
+  // no readings). Never blocks longer than about call_deadline_ms.
+  Status Next(std::vector<GpuSample>* out) override;
+  const std::vector<std::string>& hosts() const override;
+  std::vector<GpuInfo> gpus() const override;
+  std::vector<std::string> warnings() const override;
+
+  size_t gpu_count() const;
+  // Per GPU, for the last Next().
+  const std::vector<NvmlGpuStatus>& last_status() const;
+  Support support(size_t gpu, NvmlField field) const;
+  // "hopper", "ampere", ... or "" when NVML does not say.
+  std::string architecture(size_t gpu) const;
+  const std::string& driver_version() const;
+  const NvmlLib& lib() const;
+  // Self-metrics: wall time of the last Next() and number of GPU-samples that came back stale.
+  int64_t last_tick_latency_us() const;
+  uint64_t stale_samples() const;
+
+  struct Impl;
+
+ private:
+  explicit NvmlSource(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace ww::nvml
