@@ -574,11 +574,7 @@ class NvsmiLogSource final : public TelemetrySource {
           }
           case Col::kUuid:
           case Col::kBusId:
-            // With an index column the GPU is known; keep the id only for the first sighting.
-            if (row.id.empty() && (index_col_ < 0 || !last_ms_.count(static_cast<uint16_t>(
-                                                        row.index.value_or(0))))) {
-              row.id = ValidUtf8(Trim(f));
-            }
+            if (row.id.empty()) row.id = ValidUtf8(Trim(f));
             break;
           case Col::kPstate: {
             std::string_view v = Trim(f);
@@ -675,7 +671,10 @@ class NvsmiLogSource final : public TelemetrySource {
         WW_RETURN_IF_ERROR(Bad(n, bad_msg, "malformed value (field left absent)"));
         if (!row.index && index_col_ >= 0) continue;  // can't place the row without its GPU
       }
-      if (name_col_ >= 0 && name_.empty()) name_ = std::string(Trim(fields_[static_cast<size_t>(name_col_)]));
+      if (name_col_ >= 0) {
+        const std::string_view v = Trim(fields_[static_cast<size_t>(name_col_)]);
+        if (v != name_) name_ = ValidUtf8(v);
+      }
       return std::optional<Row>(std::move(row));
     }
   }

@@ -1,0 +1,90 @@
+// Test helpers for the telemetry tests: a temporary directory that removes itself, and a reader
+// loop that drains a TelemetrySource into its batches, warnings and GPU infos.
+#pragma once
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "core/sample.h"
+#include "core/status.h"
+#include "telemetry/replay/nvsmi_log.h"
+#include "telemetry/replay/nvsmi_writer.h"
+
+namespace ww::testing {
+
+class TempDir {
+ public:
+  TempDir() {
+    std::string tmpl = (std::filesystem::temp_directory_path() / "ww-telemetry-XXXXXX").string();
+    path_ = ::mkdtemp(tmpl.data());
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+
+  const std::string& path() const { return path_; }
+  // Writes content to path()/name (creating sub-folders) and returns the full path.
+  std::string Write(const std::string& name, const std::string& content) const {
+    const std::filesystem::path p = std::filesystem::path(path_) / name;
+    std::filesystem::create_directories(p.parent_path());
+    std::ofstream out(p, std::ios::binary);
+    out << content;
+    return p.string();
+  }
+
+ private:
+  std::string path_;
+};
+
+struct ReadAll {
+  Status status;  // the open or the read error; ok when the whole file was read
+  std::vector<std::vector<GpuSample>> batches;
+  std::vector<GpuSample> samples;  // all batches, in order
+  std::vector<std::string> hosts;
+  std::vector<GpuInfo> gpus;
+  std::vector<std::string> warnings;
+
+  std::string AllWarnings() const {
+    std::string s;
+    for (const auto& w : warnings) s += w + "\n";
+    return s;
+  }
+};
+
+inline ReadAll ReadReplay(const std::vector<std::string>& paths, const ReplayOptions& options = {}) {
+  ReadAll r;
+  auto src = OpenReplay(paths, options);
+  if (!src.ok()) {
+    r.status = src.status();
+    return r;
+  }
+  for (;;) {
+    std::vector<GpuSample> batch;
+    r.status = (*src)->Next(&batch);
+    if (!r.status.ok() || batch.empty()) break;
+    r.samples.insert(r.samples.end(), batch.begin(), batch.end());
+    r.batches.push_back(std::move(batch));
+  }
+  r.hosts = (*src)->hosts();
+  r.gpus = (*src)->gpus();
+  r.warnings = (*src)->warnings();
+  return r;
+}
+
+// 2025-11-18T11:29:20.000Z, the simulator's default start.
+inline constexpr int64_t kBaseMs = 1763465360000;
+
+// nvidia-smi's timestamp for kBaseMs + offset_ms: "2025/11/18 11:29:20.100".
+inline std::string Ts(int64_t offset_ms) {
+  std::string s;
+  AppendNvsmiTimestamp(s, kBaseMs + offset_ms);
+  return s;
+}
+
+}  // namespace ww::testing

@@ -1,0 +1,349 @@
+// Table tests of the pure decision logic (src/triage/classifier.h) and of the power calibration
+// (src/triage/calibration.h). Each row carries the reasoning it pins down, so a failing row says
+// which rule of thumb about GPU behaviour broke.
+#include <gtest/gtest.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "triage/calibration.h"
+#include "triage/classifier.h"
+
+namespace ww::triage {
+namespace {
+
+const Thresholds kT;  // the defaults the product ships with
+
+// ---- ClassifyProc: what memory.used says about the process ----
+
+struct ProcRow {
+  std::optional<double> mem_mib;
+  double peak_mib;
+  ProcState want;
+  const char* why;
+};
+
+TEST(ClassifierTest, ClassifyProc) {
+  const std::vector<ProcRow> rows = {
+      {std::nullopt, 80000, ProcState::kUnknown, "memory.used not logged: don't guess"},
+      {0, 0, ProcState::kNone, "nothing allocated: no process"},
+      {130, 130, ProcState::kNone, "the driver alone holds ~0-130 MiB"},
+      {299, 299, ProcState::kNone, "just below the process threshold"},
+      {500, 500, ProcState::kContext, "a CUDA context but no model: launch or data prep"},
+      {1500, 1500, ProcState::kContext, "never held a model: still a context"},
+      {2048, 2048, ProcState::kLoaded, "at the loaded threshold: a model is in memory"},
+      {70000, 70000, ProcState::kLoaded, "model in memory"},
+      {30000, 70000, ProcState::kLoaded, "freed activations but kept most weights: alive"},
+      {3000, 70000, ProcState::kReleased, "let most of the model go: the process exited"},
+      {100, 70000, ProcState::kNone, "everything freed after a model: no process left"},
+      {500, 1000, ProcState::kContext, "never held a model: a drop is not a release"},
+  };
+  for (const ProcRow& r : rows) {
+    EXPECT_EQ(ClassifyProc(r.mem_mib, r.peak_mib, kT), r.want) << r.why;
+  }
+}
+
+// ---- ClassifyLocal: what one board is doing now ----
+
+struct LocalRow {
+  std::optional<double> util;
+  std::optional<double> power_frac;
+  ProcState proc;
+  LocalClass want;
+  const char* why;
+};
+
+TEST(ClassifierTest, ClassifyLocal) {
+  using P = ProcState;
+  using L = LocalClass;
+  const std::vector<LocalRow> rows = {
+      {100, 0.10, P::kLoaded, L::kSpin, "util pegged at low power: spinning in a collective"},
+      {100, 0.05, P::kUnknown, L::kSpin, "spin needs no memory reading"},
+      {95, 0.24, P::kLoaded, L::kSpin, "just under the spin power share"},
+      {95, 0.25, P::kLoaded, L::kBusy, "at the spin power share: real work"},
+      {100, 0.80, P::kLoaded, L::kBusy, "util pegged at working power: compute"},
+      {100, std::nullopt, P::kLoaded, L::kBusy, "no power logged: can't call it a spin"},
+      {89, 0.10, P::kLoaded, L::kBusy, "not pegged: kernels most of the period, not a spin"},
+      {50, 0.30, P::kLoaded, L::kBusy, "at the busy threshold"},
+      {30, 0.20, P::kLoaded, L::kPartial, "kernels part of the period"},
+      {20, 0.05, P::kLoaded, L::kPartial, "at the low threshold: still some kernels"},
+      {5, 0.02, P::kLoaded, L::kLow, "process alive, no kernels (e.g. saving a checkpoint)"},
+      {0, 0.00, P::kContext, L::kLow, "a context without kernels"},
+      {0, 0.00, P::kNone, L::kGone, "no process"},
+      {30, 0.10, P::kReleased, L::kGone, "the process let go of its model: exited"},
+      {std::nullopt, 0.60, P::kUnknown, L::kBusy, "power alone at working level means kernels"},
+      {std::nullopt, 0.45, P::kLoaded, L::kBusy, "at the power-only busy level"},
+      {std::nullopt, 0.10, P::kLoaded, L::kLow, "power alone, low: alive but nothing to call busy"},
+      {std::nullopt, 0.10, P::kNone, L::kGone, "power alone, low, no process: gone"},
+      {std::nullopt, std::nullopt, P::kReleased, L::kGone, "nothing but memory: released"},
+      {std::nullopt, std::nullopt, P::kUnknown, L::kLow, "no readings at all: not busy"},
+  };
+  for (const LocalRow& r : rows) {
+    EXPECT_EQ(ClassifyLocal({r.util, r.power_frac, r.proc}, kT), r.want) << r.why;
+  }
+}
+
+// ---- IsStarved: bursts with gaps while the process lives ----
+
+struct StarveRow {
+  WindowStats w;
+  LocalClass now;
+  ProcState proc;
+  bool want;
+  const char* why;
+};
+
+WindowStats Window(int samples, int busy, int low, int partial, int transitions, double mean_util) {
+  WindowStats w;
+  w.samples = samples;
+  w.busy = busy;
+  w.low = low;
+  w.partial = partial;
+  w.transitions = transitions;
+  w.util_samples = samples;
+  w.util_sum = mean_util * samples;
+  return w;
+}
+
+TEST(ClassifierTest, IsStarved) {
+  using L = LocalClass;
+  using P = ProcState;
+  const std::vector<StarveRow> rows = {
+      {Window(20, 10, 10, 0, 8, 50), L::kBusy, P::kLoaded, true,
+       "repeated bursts and gaps at ~50 % mean util: waiting on the input pipeline"},
+      {Window(20, 10, 10, 0, 8, 50), L::kLow, P::kLoaded, true, "in a gap of the same pattern"},
+      {Window(20, 10, 10, 0, 8, 50), L::kSpin, P::kLoaded, true,
+       "a burst after a gap starts at low power with util pegged: still starved"},
+      {Window(20, 10, 10, 0, 8, 50), L::kGone, P::kLoaded, false, "gone is never starved"},
+      {Window(20, 10, 10, 0, 8, 50), L::kBusy, P::kNone, false, "no process: nothing to starve"},
+      {Window(20, 10, 10, 0, 8, 50), L::kBusy, P::kReleased, false, "exited: nothing to starve"},
+      {Window(20, 20, 0, 0, 0, 97), L::kBusy, P::kLoaded, false, "steady training reads ~100 %"},
+      {Window(20, 1, 19, 0, 2, 5), L::kLow, P::kLoaded, false, "mostly quiet: not working at all"},
+      {Window(20, 10, 10, 0, 1, 50), L::kLow, P::kLoaded, false,
+       "one change of phase (training stops for a checkpoint) is not starvation"},
+      {Window(10, 3, 3, 4, 0, 45), L::kPartial, P::kLoaded, true,
+       "coarse sampling averages burst+gap into partial readings"},
+      {Window(10, 4, 4, 2, 0, 45), L::kPartial, P::kLoaded, false,
+       "a few partial readings without flips are transitions, not a pattern"},
+      {Window(2, 1, 1, 0, 2, 50), L::kBusy, P::kLoaded, false, "too few samples to judge"},
+      {Window(20, 10, 0, 0, 4, 50), L::kBusy, P::kLoaded, false,
+       "flips without any low sample are not gaps"},
+  };
+  for (const StarveRow& r : rows) {
+    EXPECT_EQ(IsStarved(r.w, r.now, r.proc, kT), r.want) << r.why;
+  }
+  WindowStats no_util = Window(20, 10, 10, 0, 8, 50);
+  no_util.util_samples = 0;
+  no_util.util_sum = 0;
+  EXPECT_FALSE(IsStarved(no_util, L::kBusy, P::kLoaded, kT)) << "no utilization: can't tell";
+}
+
+// ---- ClassifyJob: who waits on whom ----
+
+struct JobRow {
+  JobCounts c;
+  JobMode want;
+  const char* why;
+};
+
+JobCounts Counts(int active, int spin, int busy, int partial, int low, int gone, int starved = 0) {
+  JobCounts c;
+  c.active = active;
+  c.spin = spin;
+  c.busy = busy;
+  c.partial = partial;
+  c.low = low;
+  c.gone = gone;
+  c.starved = starved;
+  return c;
+}
+
+TEST(ClassifierTest, ClassifyJob) {
+  using M = JobMode;
+  const std::vector<JobRow> rows = {
+      {Counts(0, 0, 0, 0, 0, 0), M::kNoJob, "no GPU reporting"},
+      {Counts(8, 0, 0, 0, 0, 8), M::kNoJob, "every rank exited: the job is over, not hung"},
+      {Counts(8, 0, 8, 0, 0, 0), M::kWorking, "everyone computes"},
+      {Counts(8, 0, 4, 2, 2, 0), M::kWorking, "mixed work without spinning: nobody waits long"},
+      {Counts(8, 8, 0, 0, 0, 0), M::kHangCandidate, "all spin: nobody left to make progress"},
+      {Counts(8, 7, 0, 0, 0, 1), M::kHangCandidate,
+       "a rank gone + others spin: they wait on a rank that will never come"},
+      {Counts(16, 10, 0, 0, 0, 6), M::kHangCandidate, "several ranks crashed, the rest spin"},
+      {Counts(8, 7, 0, 0, 1, 0), M::kCheckpointWait,
+       "spinning peers + a live quiet rank = checkpoint wait (rank 0 saves)"},
+      {Counts(8, 6, 0, 0, 1, 1), M::kCheckpointWait,
+       "a live quiet rank still holds the job together even with one rank gone"},
+      {Counts(8, 7, 1, 0, 0, 0), M::kStragglerWait,
+       "spinning peers + a rank still computing = straggler (communication)"},
+      {Counts(8, 7, 0, 1, 0, 0), M::kStragglerWait, "a rank with partial kernels still works"},
+      {Counts(8, 7, 0, 0, 0, 0, 1), M::kStragglerWait, "a starved rank still works"},
+      {Counts(8, 0, 0, 0, 8, 0), M::kAllQuiet,
+       "no spin + all quiet = all-rank checkpoint (after training) or start-up (before)"},
+      {Counts(8, 0, 0, 0, 7, 1), M::kAllQuiet, "the live ranks are all quiet"},
+  };
+  for (const JobRow& r : rows) {
+    EXPECT_EQ(ClassifyJob(r.c), r.want) << r.why;
+  }
+}
+
+// ---- DecideState: the label of one sample ----
+
+struct StateRow {
+  LocalClass local;
+  bool starved;
+  JobMode mode;
+  bool trained;
+  bool loaded;
+  GpuState want;
+  const char* why;
+};
+
+TEST(ClassifierTest, DecideState) {
+  using L = LocalClass;
+  using M = JobMode;
+  using S = GpuState;
+  const std::vector<StateRow> rows = {
+      {L::kGone, false, M::kWorking, true, false, S::kIdle, "no process: idle"},
+      {L::kGone, true, M::kWorking, true, false, S::kIdle, "gone wins over a starved window"},
+      {L::kBusy, true, M::kWorking, true, true, S::kDataStarved, "bursts with gaps: starved"},
+      {L::kLow, true, M::kWorking, true, true, S::kDataStarved, "a gap of a starved GPU"},
+      {L::kBusy, false, M::kWorking, true, true, S::kCompute, "busy at working power: compute"},
+      {L::kPartial, false, M::kWorking, true, true, S::kCompute,
+       "kernels part of the period (no starvation pattern): compute"},
+      {L::kSpin, false, M::kStragglerWait, true, true, S::kCommunication,
+       "spinning while a peer still computes: communication"},
+      {L::kSpin, false, M::kWorking, true, true, S::kCommunication,
+       "a short collective in ordinary training"},
+      {L::kSpin, false, M::kHangCandidate, true, true, S::kCommunication,
+       "a hang is only called by the engine once confirmed; until then a spin is communication"},
+      {L::kSpin, false, M::kCheckpointWait, true, true, S::kCheckpoint,
+       "spinning on a rank that saves: checkpoint time for the job"},
+      {L::kLow, false, M::kCheckpointWait, true, true, S::kCheckpoint,
+       "the quiet rank holding its model while the others wait: the writer"},
+      {L::kLow, false, M::kCheckpointWait, true, false, S::kIdle,
+       "quiet without a model is not saving one"},
+      {L::kLow, false, M::kAllQuiet, true, true, S::kCheckpoint,
+       "no spin + all quiet after training = all-rank checkpoint"},
+      {L::kLow, false, M::kAllQuiet, false, true, S::kIdle,
+       "all quiet before any training: start-up, not a checkpoint"},
+      {L::kLow, false, M::kAllQuiet, true, false, S::kIdle, "quiet contexts without a model"},
+      {L::kLow, false, M::kWorking, true, true, S::kIdle,
+       "one quiet rank while others work (no spin): idle"},
+      {L::kLow, false, M::kNoJob, false, false, S::kIdle, "no job"},
+  };
+  for (const StateRow& r : rows) {
+    EXPECT_EQ(DecideState(r.local, r.starved, r.mode, r.trained, r.loaded), r.want)
+        << r.why << " (got " << StateName(DecideState(r.local, r.starved, r.mode, r.trained,
+                                                      r.loaded))
+        << ")";
+  }
+}
+
+// ---- ComputeShare: splitting a busy sample between compute and communication ----
+
+TEST(ClassifierTest, ComputeShare) {
+  struct Row {
+    double power, comm, compute, want;
+    const char* why;
+  };
+  const std::vector<Row> rows = {
+      {900, 400, 900, 1.0, "at the compute level: all compute"},
+      {400, 400, 900, 0.0, "at the communication level: all communication"},
+      {650, 400, 900, 0.5, "a ~1 s average of half and half reads in between"},
+      {920, 400, 900, 1.04, "noise above the compute level is kept, so sums stay unbiased"},
+      {380, 400, 900, -0.04, "noise below the communication level is kept too"},
+      {2000, 400, 900, 1.25, "a transient far above is bounded"},
+      {0, 400, 900, -0.25, "a reading far below is bounded"},
+      {500, 400, 400, 1.0, "no separation between levels: call it compute"},
+      {500, 400, 300, 1.0, "compute level below communication (bad calibration): compute"},
+  };
+  for (const Row& r : rows) {
+    EXPECT_NEAR(ComputeShare(r.power, r.comm, r.compute), r.want, 1e-9) << r.why;
+  }
+}
+
+// ---- PowerCalibration ----
+
+TEST(CalibrationTest, KnownModelFromTable) {
+  PowerCalibration c("NVIDIA H100 80GB HBM3");
+  EXPECT_DOUBLE_EQ(c.top_w(), 700);
+  EXPECT_DOUBLE_EQ(c.floor_w(), 70);
+  // Before any busy reading, compute is expected at ~80 % of the design range.
+  EXPECT_NEAR(c.compute_level_w(), 70 + 0.8 * 630, 1e-9);
+  EXPECT_NEAR(c.design_range_w(), 630, 1e-9);
+  EXPECT_NEAR(c.Normalize(70), 0.0, 1e-9);
+  EXPECT_NEAR(c.Normalize(700), 1.0, 1e-9);
+  EXPECT_NE(c.source().find("table: NVIDIA H100 80GB HBM3 (TDP 700 W)"), std::string::npos)
+      << c.source();
+  // Matching is by substring, case-insensitive: "h100" inside a longer name.
+  PowerCalibration pcie("nvidia h100 pcie");
+  EXPECT_DOUBLE_EQ(pcie.top_w(), 700);
+}
+
+TEST(CalibrationTest, LoggedLimitIsTheTop) {
+  // A capped board: the limit, not the model's TDP, is the top of the range; the design range
+  // (for communication levels) stays the model's.
+  PowerCalibration c("NVIDIA H100 80GB HBM3");
+  c.Add(300, 95, 450);
+  EXPECT_DOUBLE_EQ(c.top_w(), 450);
+  EXPECT_DOUBLE_EQ(c.floor_w(), 70);
+  EXPECT_NEAR(c.design_range_w(), 630, 1e-9);
+  EXPECT_LE(c.compute_level_w(), 450);
+  EXPECT_NE(c.source().find("power.limit 450 W"), std::string::npos) << c.source();
+
+  // An unknown model with a logged limit: the floor is guessed from the limit until seen.
+  PowerCalibration u("Some Future GPU");
+  u.Add(200, 95, 400);
+  EXPECT_DOUBLE_EQ(u.top_w(), 400);
+  EXPECT_NEAR(u.floor_w(), 400.0 / 7, 1e-9);
+
+  // A limit change mid-log (someone ran nvidia-smi -pl) is followed at once.
+  c.Add(300, 95, 600);
+  EXPECT_DOUBLE_EQ(c.top_w(), 600);
+}
+
+TEST(CalibrationTest, UnknownModelCalibratesFromObservedRange) {
+  PowerCalibration c("NVIDIA RTX PRO 6000 Blackwell Server Edition");
+  // 32 idle readings at 30 W, 448 compute readings at 580-600 W, 160 spins at 150 W.
+  for (int i = 0; i < 32; ++i) c.Add(30, 0, std::nullopt);
+  for (int i = 0; i < 448; ++i) c.Add(580 + (i % 21), 100, std::nullopt);
+  for (int i = 0; i < 160; ++i) c.Add(150, 100, std::nullopt);
+  EXPECT_NEAR(c.floor_w(), 31, 2);
+  EXPECT_NEAR(c.top_w(), 600, 4);
+  EXPECT_NEAR(c.compute_level_w(), 590, 12);
+  EXPECT_NE(c.source().find("observed range"), std::string::npos) << c.source();
+  // The spins sit low in the range, the compute readings high.
+  EXPECT_LT(c.Normalize(150), kT.spin_power_frac);
+  EXPECT_GT(c.Normalize(585), 0.9);
+}
+
+TEST(CalibrationTest, LogWithoutComputeDoesNotMakeSpinLookLikeFullPower) {
+  // An unknown model whose whole log is idle and then a hang (spins at 110-130 W, 100 % util):
+  // the observed top is a spin. The range must still be wide enough that the spin reads low.
+  PowerCalibration c("Unlisted Accelerator");
+  for (int i = 0; i < 96; ++i) c.Add(70, 0, std::nullopt);
+  for (int i = 0; i < 224; ++i) c.Add(110 + (i % 21), 100, std::nullopt);
+  EXPECT_NEAR(c.floor_w(), 71, 2);
+  EXPECT_GE(c.top_w(), 7 * c.floor_w() - 1e-9);
+  EXPECT_LT(c.Normalize(130), kT.spin_power_frac);
+  LocalInput in{100.0, c.Normalize(120), ProcState::kLoaded};
+  EXPECT_EQ(ClassifyLocal(in, kT), LocalClass::kSpin);
+
+  // Same when the log starts mid-hang and never shows idle.
+  PowerCalibration mid("Unlisted Accelerator");
+  for (int i = 0; i < 256; ++i) mid.Add(110 + (i % 21), 100, std::nullopt);
+  EXPECT_LT(mid.Normalize(130), kT.spin_power_frac);
+}
+
+TEST(CalibrationTest, ComputeLevelFollowsTheBusyReadings) {
+  // A table model computing below the prior (a light model): the compute level comes from the
+  // readings, so communication/compute shares are judged against what this job draws.
+  PowerCalibration c("NVIDIA A100-SXM4-80GB");
+  EXPECT_NEAR(c.compute_level_w(), 55 + 0.8 * 345, 1e-9);  // prior
+  for (int i = 0; i < 256; ++i) c.Add(i % 4 == 0 ? 120 : 300 + (i % 5), 100, std::nullopt);
+  EXPECT_NEAR(c.compute_level_w(), 302, 8);
+}
+
+}  // namespace
+}  // namespace ww::triage
