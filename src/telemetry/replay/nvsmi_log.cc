@@ -485,10 +485,6 @@ class NvsmiLogSource final : public TelemetrySource {
       return Status::InvalidInput(fmt::format(
           "{}: no timestamp column; pass --interval-ms with the logging interval", where));
     }
-    if (time_col_ >= 0 && date_col_ < 0 && options_.interval_ms <= 0) {
-      // dmon -o T without a date: times of day only; anchor them on 1970-01-01 and handle
-      // midnight by adding a day when the clock goes back by more than 12 h.
-    }
     positional_ = index_col_ < 0 && uuid_col_ < 0 && bus_col_ < 0;
     return Status::Ok();
   }
