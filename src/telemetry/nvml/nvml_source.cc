@@ -6,6 +6,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <deque>
 #include <mutex>
 #include <optional>
 #include <thread>
@@ -98,7 +99,6 @@ struct Slot {
   GpuReading reading;      // result of `completed` (GPU workers)
   std::vector<XidEvent> events;  // result of `completed` (the event worker)
   std::string event_error;
-  std::condition_variable wake;
   std::atomic<const char*> current_call{nullptr};
   std::atomic<int64_t> call_started_ns{0};
 };
@@ -107,9 +107,12 @@ struct Slot {
 // detached stuck worker keeps it alive.
 struct Hub {
   std::mutex mu;
-  std::condition_variable done;
+  std::condition_variable done;  // the sampling thread waits here for a tick's jobs
+  std::condition_variable work;  // idle pool threads wait here for jobs
   bool stop = false;
   std::vector<std::unique_ptr<Slot>> slots;
+  std::deque<size_t> queue;      // slots to read this tick, in order
+  std::vector<bool> in_job;      // per pool thread: inside a job (maybe stuck in NVML)
 
   std::mutex clock_mu;
   Clock* clock = nullptr;  // nulled when the source goes away; workers read time through Now()
@@ -128,8 +131,17 @@ int64_t SteadyNs() {
       .count();
 }
 
-// Calls made by one GPU's worker. Owned by the worker thread (shared_ptr captured by it).
-class GpuWorker {
+// One slot's work for a tick, run by whichever pool thread takes it. A slot is never given to two
+// threads at once (the sampling thread does not dispatch a busy slot), so its state needs no lock.
+class SlotJob {
+ public:
+  virtual ~SlotJob() = default;
+  // Reads (outside Hub::mu), then stores the result in the slot under Hub::mu.
+  virtual void RunTick(uint64_t tick) = 0;
+};
+
+// Calls made for one GPU. Owned by the pool threads (shared_ptr captured by each).
+class GpuWorker final : public SlotJob {
  public:
   GpuWorker(std::shared_ptr<NvmlLib> lib, std::shared_ptr<Hub> hub, size_t slot,
             nvmlDevice_t device, nvmlEventSet_t events)
@@ -144,23 +156,17 @@ class GpuWorker {
     }
   }
 
-  void Run() {
+  void RunTick(uint64_t tick) override {
     Slot& slot = *hub_->slots[slot_];
-    std::unique_lock<std::mutex> lock(hub_->mu);
-    for (;;) {
-      slot.wake.wait(lock, [&] { return hub_->stop || slot.requested > slot.completed; });
-      if (hub_->stop) return;
-      const uint64_t tick = slot.requested;
-      lock.unlock();
-      GpuReading reading = ReadAll(slot);
-      lock.lock();
-      slot.reading = std::move(reading);
-      slot.unread = true;
-      slot.completed = tick;
-      slot.busy = false;
-      hub_->done.notify_all();
-    }
+    GpuReading reading = ReadAll(slot);
+    std::lock_guard<std::mutex> lock(hub_->mu);
+    slot.reading = std::move(reading);
+    slot.unread = true;
+    slot.completed = tick;
+    slot.busy = false;
   }
+  // Keeps the Xid event worker (which frees the event set) alive while this GPU may register.
+  void KeepAlive(std::shared_ptr<SlotJob> events) { keep_alive_ = std::move(events); }
 
  private:
   Support& sup(NvmlField f) { return support_[static_cast<int>(f)]; }
@@ -549,6 +555,7 @@ class GpuWorker {
   size_t slot_;
   nvmlDevice_t dev_;
   nvmlEventSet_t events_;  // shared Xid set, owned by the event worker; may be null
+  std::shared_ptr<SlotJob> keep_alive_;
   bool identity_done_ = false;
   nvmlDeviceArchitecture_t arch_ = NVML_DEVICE_ARCH_UNKNOWN;
   bool arch_known_ = false;
@@ -562,7 +569,7 @@ class GpuWorker {
 };
 
 // Drains the Xid event set without waiting. Owned by its thread.
-class EventWorker {
+class EventWorker final : public SlotJob {
  public:
   EventWorker(std::shared_ptr<NvmlLib> lib, std::shared_ptr<Hub> hub, size_t slot,
               nvmlEventSet_t set, std::unordered_map<nvmlDevice_t, size_t> gpu_of)
@@ -572,14 +579,9 @@ class EventWorker {
     if (set_ != nullptr && lib_->EventSetFree != nullptr) lib_->EventSetFree(set_);
   }
 
-  void Run() {
+  void RunTick(uint64_t tick) override {
     Slot& slot = *hub_->slots[slot_];
-    std::unique_lock<std::mutex> lock(hub_->mu);
-    for (;;) {
-      slot.wake.wait(lock, [&] { return hub_->stop || slot.requested > slot.completed; });
-      if (hub_->stop) return;
-      const uint64_t tick = slot.requested;
-      lock.unlock();
+    {
       std::vector<XidEvent> events;
       std::string error;
       for (int i = 0; i < kMaxEventsPerTick; ++i) {
@@ -597,12 +599,11 @@ class EventWorker {
         const auto it = gpu_of_.find(data.device);
         if (it != gpu_of_.end()) events.push_back({it->second, data.eventData});
       }
-      lock.lock();
+      std::lock_guard<std::mutex> lock(hub_->mu);
       slot.events = std::move(events);
       slot.event_error = std::move(error);
       slot.completed = tick;
       slot.busy = false;
-      hub_->done.notify_all();
     }
   }
 
@@ -613,6 +614,29 @@ class EventWorker {
   nvmlEventSet_t set_;
   std::unordered_map<nvmlDevice_t, size_t> gpu_of_;
 };
+
+// A pool thread: takes slots off the tick's queue until it is empty, then tells the sampling
+// thread. One thread usually reads every GPU of a tick (two context switches per tick, not two
+// per GPU); the sampling thread wakes another only when the queue stalls behind a slow call.
+void PoolLoop(std::shared_ptr<Hub> hub, std::shared_ptr<std::vector<std::shared_ptr<SlotJob>>> jobs,
+              size_t self) {
+  std::unique_lock<std::mutex> lock(hub->mu);
+  for (;;) {
+    hub->work.wait(lock, [&] { return hub->stop || !hub->queue.empty(); });
+    if (hub->stop) return;
+    while (!hub->queue.empty() && !hub->stop) {
+      const size_t s = hub->queue.front();
+      hub->queue.pop_front();
+      const uint64_t tick = hub->slots[s]->requested;
+      hub->in_job[self] = true;
+      lock.unlock();
+      (*jobs)[s]->RunTick(tick);
+      lock.lock();
+      hub->in_job[self] = false;
+    }
+    hub->done.notify_all();
+  }
+}
 
 std::string ArchName(nvmlDeviceArchitecture_t a) {
   switch (a) {
@@ -676,7 +700,7 @@ struct NvmlSource::Impl {
   std::vector<SupportArray> support;
   std::vector<Support> xid_support;
   bool have_event_worker = false;
-  std::vector<std::thread> threads;  // GPU workers, then the event worker
+  std::vector<std::thread> threads;  // the pool: one thread per slot, so every slot can be stuck
 
   // Per GPU, across ticks.
   struct Prev {
@@ -840,18 +864,24 @@ Result<std::unique_ptr<NvmlSource>> NvmlSource::Open(const NvmlSourceOptions& op
   for (size_t i = 0; i < count; ++i) hub->slots.push_back(std::make_unique<Slot>());
   if (events != nullptr) hub->slots.push_back(std::make_unique<Slot>());
   // The event worker owns the set and frees it after the GPU workers, which only register on it.
+  auto jobs = std::make_shared<std::vector<std::shared_ptr<SlotJob>>>();
   std::shared_ptr<EventWorker> event_worker;
   if (events != nullptr) {
     event_worker = std::make_shared<EventWorker>(impl->lib, hub, count, events, std::move(gpu_of));
   }
   for (size_t i = 0; i < count; ++i) {
     auto w = std::make_shared<GpuWorker>(impl->lib, hub, i, boot->devices[i], events);
-    // Each GPU worker also holds the event worker, so the set outlives every registration.
-    impl->threads.emplace_back([w, event_worker] { w->Run(); });
+    if (event_worker) w->KeepAlive(event_worker);
+    jobs->push_back(std::move(w));
   }
   if (event_worker) {
     impl->have_event_worker = true;
-    impl->threads.emplace_back([event_worker] { event_worker->Run(); });
+    jobs->push_back(std::move(event_worker));
+  }
+  // As many threads as slots: even with every slot's call stuck, none waits for a thread.
+  hub->in_job.assign(jobs->size(), false);
+  for (size_t t = 0; t < jobs->size(); ++t) {
+    impl->threads.emplace_back([hub, jobs, t] { PoolLoop(hub, jobs, t); });
   }
   return std::unique_ptr<NvmlSource>(new NvmlSource(std::move(impl)));
 }
@@ -862,10 +892,8 @@ NvmlSource::~NvmlSource() {
   {
     std::lock_guard<std::mutex> lock(I.hub->mu);
     I.hub->stop = true;
-    for (size_t i = 0; i < I.threads.size(); ++i) {
-      stuck[i] = I.hub->slots[i]->busy;
-      I.hub->slots[i]->wake.notify_all();
-    }
+    for (size_t i = 0; i < I.threads.size(); ++i) stuck[i] = I.hub->in_job[i];
+    I.hub->work.notify_all();
   }
   {
     std::lock_guard<std::mutex> lock(I.hub->clock_mu);
@@ -914,15 +942,36 @@ Status NvmlSource::Next(std::vector<GpuSample>* out) {
       slot.requested = tick;
       slot.busy = true;
       dispatched[s] = true;
-      slot.wake.notify_one();
+      I.hub->queue.push_back(s);
     }
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::nanoseconds(I.deadline_ns);
-    I.hub->done.wait_until(lock, deadline, [&] {
+    I.hub->work.notify_one();
+    const auto now = std::chrono::steady_clock::now();
+    const auto deadline = now + std::chrono::nanoseconds(I.deadline_ns);
+    // A queue that has not moved for this long sits behind a slow or stuck call: another pool
+    // thread takes the rest, so one hung GPU costs the others at most this much.
+    const auto stall = std::chrono::nanoseconds(std::max<int64_t>(1'000'000, I.deadline_ns / 20));
+    const auto all_done = [&] {
       for (size_t s = 0; s < nslots; ++s) {
         if (dispatched[s] && I.hub->slots[s]->completed != tick) return false;
       }
       return true;
-    });
+    };
+    size_t queued = I.hub->queue.size();
+    auto moved_at = now;
+    for (;;) {
+      const auto t = std::chrono::steady_clock::now();
+      if (I.hub->queue.size() != queued) {
+        queued = I.hub->queue.size();
+        moved_at = t;
+      }
+      if (queued > 0 && t - moved_at >= stall) {
+        I.hub->work.notify_one();
+        moved_at = t;
+      }
+      const auto until = queued > 0 ? std::min(deadline, moved_at + stall) : deadline;
+      if (I.hub->done.wait_until(lock, until, all_done)) break;
+      if (std::chrono::steady_clock::now() >= deadline) break;
+    }
     for (size_t s = 0; s < nslots; ++s) {
       Slot& slot = *I.hub->slots[s];
       if (!dispatched[s]) continue;

@@ -1,13 +1,15 @@
 // NvmlSource: live GPU telemetry from NVML, as a TelemetrySource (one host: this machine).
 //
-// Each GPU is read by its own worker thread; Next() hands every idle worker one job and waits at
-// most `call_deadline_ms` for all of them. A GPU whose NVML call has not returned by then (a hung
-// driver call is a known failure mode) is reported stale for that tick: its sample carries no
-// readings, last_status() says which call blocked, and the others are sampled as usual. While
-// its worker stays stuck the GPU stays stale without delaying later ticks; when the call finally
-// returns the GPU recovers on the next tick. A stuck worker is detached at destruction: it owns
-// (by shared_ptr) everything it touches, including the dlopen'd library, so process exit never
-// waits for it and the library is never unmapped under it.
+// Next() queues every GPU that is not still busy and wakes one pool thread, which reads them in
+// turn (two wake-ups per tick); when the queue stalls behind a slow call for 1/20 of the deadline,
+// another pool thread takes the rest (one thread per GPU, so a stuck GPU never starves the
+// others). Next() waits at most `call_deadline_ms` for all of them. A GPU whose NVML call has not
+// returned by then (a hung driver call is a known failure mode) is reported stale for that tick:
+// its sample carries no readings, last_status() says which call blocked, and the others are
+// sampled as usual. While its call stays stuck the GPU stays stale without delaying later ticks;
+// when the call finally returns the GPU recovers on the next tick. A stuck pool thread is
+// detached at destruction: it owns (by shared_ptr) everything it touches, including the dlopen'd
+// library, so process exit never waits for it and the library is never unmapped under it.
 //
 // Readings follow house rule 2: a field the device does not support, or whose read failed, is
 // absent, never 0. Derived values need two readings and are absent on the first tick:
