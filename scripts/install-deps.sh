@@ -9,7 +9,7 @@ PKGS=(
   libcpp-httplib-dev libgtest-dev libgmock-dev libbenchmark-dev
   libpcre2-dev libzstd-dev zlib1g-dev libutf8proc-dev libsentencepiece-dev sentencepiece nodejs
   clang libclang-rt-14-dev
-  prometheus python3 python3-pandas chromium tmux
+  prometheus wrk python3 python3-pandas chromium tmux
 )
 
 missing=()

@@ -9,9 +9,7 @@
 #include "core/clock.h"
 #include "core/exit_codes.h"
 #include "report/top_view.h"
-#include "telemetry/nvml/nvml_source.h"
-#include "telemetry/replay/nvsmi_log.h"
-#include "telemetry/sim/simulator.h"
+#include "telemetry/source_spec.h"
 
 namespace ww::app {
 namespace {
@@ -26,19 +24,6 @@ struct TopFlags {
   std::string nvml_lib;
 };
 
-std::vector<std::string> SplitComma(const std::string& s) {
-  std::vector<std::string> out;
-  size_t start = 0;
-  while (start <= s.size()) {
-    const size_t comma = s.find(',', start);
-    const size_t end = comma == std::string::npos ? s.size() : comma;
-    if (end > start) out.push_back(s.substr(start, end - start));
-    if (comma == std::string::npos) break;
-    start = comma + 1;
-  }
-  return out;
-}
-
 int RunTopCommand(const TopFlags& f) {
   if (!isatty(STDOUT_FILENO)) {
     std::cerr << "wattwatch top: stdout is not a terminal; for logs use `wattwatch triage`\n";
@@ -50,40 +35,15 @@ int RunTopCommand(const TopFlags& f) {
   ro.interval_ms = f.interval_ms;
   ro.source_label = f.source;
   ro.stop = &g_top_stop;
-  if (f.source == "nvml") {
-    nvml::NvmlSourceOptions no;
-    no.library_path = f.nvml_lib;
-    auto s = nvml::NvmlSource::Open(no);
-    if (!s.ok()) {
-      std::cerr << "wattwatch top: " << s.status().message() << "\n";
-      return kExitBadInput;
-    }
-    source = std::move(*s);
-    ro.live = true;
-  } else if (f.source.rfind("replay:", 0) == 0) {
-    const auto files = SplitComma(f.source.substr(7));
-    if (files.empty()) {
-      std::cerr << "wattwatch top: --source replay:FILE[,FILE...] needs at least one file\n";
-      return kExitBadInput;
-    }
-    auto s = OpenReplay(files);
-    if (!s.ok()) {
-      std::cerr << "wattwatch top: " << s.status().message() << "\n";
-      return kExitBadInput;
-    }
-    source = std::move(*s);
-  } else if (f.source.rfind("sim:", 0) == 0) {
-    auto cfg = sim::MakeScenario(f.source.substr(4), sim::ScenarioOptions{});
-    if (!cfg.ok()) {
-      std::cerr << "wattwatch top: --source: " << cfg.status().message() << "\n";
-      return kExitBadInput;
-    }
-    source = sim::MakeSimSource(std::move(*cfg));
-  } else {
-    std::cerr << "wattwatch top: --source: unknown source '" << f.source
-              << "' (expected nvml, replay:FILE[,FILE...] or sim:SCENARIO)\n";
+  SourceSpecOptions so;
+  so.nvml_lib = f.nvml_lib;
+  auto opened = OpenSourceSpec(f.source, so);
+  if (!opened.ok()) {
+    std::cerr << "wattwatch top: " << opened.status().message() << "\n";
     return kExitBadInput;
   }
+  source = std::move(opened->source);
+  ro.live = opened->live;
 
   struct sigaction sa {};
   sa.sa_handler = OnTopSignal;

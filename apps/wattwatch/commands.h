@@ -14,5 +14,9 @@ void AddGateCommand(CLI::App& app, int* exit_code);
 void AddDevicesCommand(CLI::App& app, int* exit_code);
 void AddRecordCommand(CLI::App& app, int* exit_code);
 void AddTopCommand(CLI::App& app, int* exit_code);
+// `watch` and `run`, which share their flags.
+void AddWatchCommands(CLI::App& app, int* exit_code);
+void AddIobenchCommand(CLI::App& app, int* exit_code);
+void AddScalingCommand(CLI::App& app, int* exit_code);
 
 }  // namespace ww::app

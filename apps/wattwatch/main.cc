@@ -23,6 +23,9 @@ int main(int argc, char** argv) {
   ww::app::AddDevicesCommand(app, &exit_code);
   ww::app::AddRecordCommand(app, &exit_code);
   ww::app::AddTopCommand(app, &exit_code);
+  ww::app::AddWatchCommands(app, &exit_code);
+  ww::app::AddIobenchCommand(app, &exit_code);
+  ww::app::AddScalingCommand(app, &exit_code);
 
   try {
     app.parse(argc, argv);

@@ -436,9 +436,9 @@ void TriageEngine::UpdateHang(JobMode mode, const JobCounts& counts, int64_t now
       }
       if (g.last_util_mem) c.util_mem_max = std::max(c.util_mem_max, *g.last_util_mem);
     }
-    if (!c.confirmed &&
+    if (!c.confirmed && options_.auto_confirm &&
         static_cast<double>(now_ms - c.start_ms) / 1000.0 >= options_.hang_confirm_s) {
-      ConfirmHang(now_ms);
+      ConfirmHang(now_ms, {});
     }
     return;
   }
@@ -453,7 +453,7 @@ void TriageEngine::UpdateHang(JobMode mode, const JobCounts& counts, int64_t now
   }
 }
 
-void TriageEngine::ConfirmHang(int64_t now_ms) {
+void TriageEngine::ConfirmHang(int64_t now_ms, const std::vector<std::string>& extra_reasons) {
   Candidate& c = *candidate_;
   c.confirmed = true;
   HangEpisode& e = c.episode;
@@ -461,6 +461,7 @@ void TriageEngine::ConfirmHang(int64_t now_ms) {
   e.end_ms = now_ms;
   auto reasons = HangReasons(e);
   e.reasons.insert(e.reasons.end(), reasons.begin(), reasons.end());
+  e.reasons.insert(e.reasons.end(), extra_reasons.begin(), extra_reasons.end());
   // Relabel what was held back.
   for (Record& r : records_) {
     if (r.t_ms >= e.start_ms && std::find(e.gpus.begin(), e.gpus.end(), r.key) != e.gpus.end()) {
@@ -475,6 +476,23 @@ void TriageEngine::ConfirmHang(int64_t now_ms) {
     }
   }
   if (observer_) observer_->OnHangConfirmed(e);
+}
+
+std::optional<HangCandidate> TriageEngine::hang_candidate() const {
+  if (!candidate_ || candidate_->confirmed) return std::nullopt;
+  return HangCandidate{candidate_->start_ms, candidate_->episode.gpus,
+                       candidate_->episode.culprits};
+}
+
+void TriageEngine::ConfirmHangCandidate(int64_t now_ms, const std::vector<std::string>& reasons) {
+  if (!candidate_ || candidate_->confirmed) return;
+  ConfirmHang(std::max(now_ms, candidate_->start_ms), reasons);
+}
+
+void TriageEngine::DismissHangCandidate() {
+  if (!candidate_ || candidate_->confirmed) return;
+  candidate_.reset();
+  Emit(false);
 }
 
 std::vector<std::string> TriageEngine::HangReasons(const HangEpisode& e) const {

@@ -36,6 +36,16 @@ struct TriageOptions {
   double stale_s = 5;               // a GPU silent this long is left out of job decisions
   double max_checkpoint_s = 1800;   // peers spinning on a quiet rank longer than this: a hang
   double culprit_margin_s = 1.5;    // ranks that started spinning this close to the last one
+  // false: the engine never confirms a hang by itself; the caller (the live watcher, which also
+  // has progress probes) calls ConfirmHangCandidate or DismissHangCandidate.
+  bool auto_confirm = true;
+};
+
+// A run of spinning with nobody working that is not confirmed as a hang (yet).
+struct HangCandidate {
+  int64_t start_ms = 0;
+  std::vector<GpuKey> gpus;
+  std::vector<GpuKey> culprits;
 };
 
 struct LabeledSample {
@@ -100,6 +110,15 @@ class TriageEngine {
   // End of input: classifies what is pending and closes open episodes as `ongoing`.
   void Finish();
 
+  // The unconfirmed hang candidate, if any (with auto_confirm off it waits for the caller).
+  std::optional<HangCandidate> hang_candidate() const;
+  // Confirms the open candidate at now_ms; `reasons` are added to the telemetry's own.
+  // No-op without an unconfirmed candidate.
+  void ConfirmHangCandidate(int64_t now_ms, const std::vector<std::string>& reasons);
+  // Progress was seen: the open candidate is not a hang. Its held samples are released with the
+  // labels they had; if the GPUs still spin, a new candidate starts with the next sample.
+  void DismissHangCandidate();
+
   const std::vector<HangEpisode>& hang_episodes() const { return episodes_; }
   const std::vector<CheckpointEpisode>& checkpoints() const { return checkpoints_; }
   std::vector<GpuStats> gpu_stats() const;
@@ -125,7 +144,7 @@ class TriageEngine {
   JobMode EvaluateJob(int64_t now_ms, JobCounts* counts);
   void UpdateHang(JobMode mode, const JobCounts& counts, int64_t now_ms);
   void UpdateCheckpoint(JobMode mode, int64_t now_ms);
-  void ConfirmHang(int64_t now_ms);
+  void ConfirmHang(int64_t now_ms, const std::vector<std::string>& extra_reasons);
   void EndHang(int64_t end_ms, bool ongoing);
   void Emit(bool all);
   void Account(const Record& r);

@@ -88,6 +88,10 @@ class ArrowReader final : public SampleLengthReader {
                                "{} values)", batch_index_, batch_next_ + i - 1, prev, cur, values_count_));
       }
       lengths->push_back(static_cast<uint32_t>(cur - prev));
+      if (extents_) {
+        extents_->push_back({values_pos_ + static_cast<uint64_t>(prev) * value_bytes_,
+                             static_cast<uint64_t>(cur - prev) * value_bytes_, 0});
+      }
       prev = cur;
     }
     batch_next_ += n;
@@ -268,9 +272,9 @@ class ArrowReader final : public SampleLengthReader {
       *size = static_cast<uint64_t>(len);
       return Status::Ok();
     };
-    uint64_t offsets_size = 0, values_pos = 0, values_size = 0;
+    uint64_t offsets_size = 0, values_size = 0;
     WW_RETURN_IF_ERROR(buffer(buffer_index_ + 1, &offsets_pos_, &offsets_size));
-    WW_RETURN_IF_ERROR(buffer(buffer_index_ + 3, &values_pos, &values_size));
+    WW_RETURN_IF_ERROR(buffer(buffer_index_ + 3, &values_pos_, &values_size));
     const uint64_t width = large_ ? 8 : 4;
     const auto ulength = static_cast<uint64_t>(length);
     if (ulength > 0 && offsets_size / width < ulength + 1) {
@@ -279,6 +283,7 @@ class ArrowReader final : public SampleLengthReader {
     }
     const uint64_t item = static_cast<uint64_t>(dtype_->bits / 8);
     values_count_ = values_size / item;
+    value_bytes_ = item;
     batch_rows_ = ulength;
     batch_next_ = 0;
     // Sample some token ids from this batch's values, within what is left of the budget.
@@ -286,7 +291,8 @@ class ArrowReader final : public SampleLengthReader {
     const uint64_t take = std::min({share, sample_budget_left_, values_size});
     if (take > 0) {
       uint64_t read = 0;
-      WW_RETURN_IF_ERROR(internal::SampleTokenIds(*file_, values_pos, values_pos + take, *dtype_, take, &token_ids_, &read));
+      WW_RETURN_IF_ERROR(internal::SampleTokenIds(*file_, values_pos_, values_pos_ + take, *dtype_, take,
+                                                  &token_ids_, &read));
       bytes_read_ += read;
       sample_budget_left_ -= std::min(sample_budget_left_, read);
     }
@@ -307,6 +313,7 @@ class ArrowReader final : public SampleLengthReader {
   bool found_ = false, large_ = false;
   std::optional<TokenDtype> dtype_;
   uint64_t batch_index_ = 0, batch_rows_ = 0, batch_next_ = 0, offsets_pos_ = 0, values_count_ = 0;
+  uint64_t values_pos_ = 0, value_bytes_ = 0;  // this batch's token values, for sample extents
   uint64_t sample_budget_left_ = 0;
   std::vector<uint8_t> buf_;
 

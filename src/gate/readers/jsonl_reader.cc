@@ -141,6 +141,7 @@ class JsonlReader final : public SampleLengthReader {
     while (produced < want) {
       // Find the next complete line in the buffer, refilling from the file as needed.
       const size_t nl = buf_.find('\n', pos_);
+      const size_t line_begin = pos_;
       std::string_view line;
       if (nl == std::string::npos) {
         if (file_offset_ < file_->size_bytes()) {
@@ -160,6 +161,11 @@ class JsonlReader final : public SampleLengthReader {
       auto len = ParseLine(line);
       if (!len.ok()) return len.status();
       lengths->push_back(*len);
+      if (extents_) {
+        // buf_ holds the file's bytes [file_offset_ - buf_.size(), file_offset_).
+        const uint64_t buf_begin = file_offset_ - buf_.size();
+        extents_->push_back({buf_begin + line_begin, pos_ - line_begin, 0});
+      }
       ++produced;
     }
     return produced;

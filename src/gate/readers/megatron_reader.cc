@@ -142,6 +142,9 @@ class MegatronReader final : public SampleLengthReader {
             "(pointers out of order, or .idx and .bin do not match)",
             idx_path_, seq, pointer, running_bytes_));
       }
+      if (extents_) {  // file 1 is the .bin
+        extents_->push_back({running_bytes_, static_cast<uint64_t>(size) * item_bytes_, 1});
+      }
       running_bytes_ += static_cast<uint64_t>(size) * item_bytes_;
       if (running_bytes_ > bin_size) {
         return Status::InvalidInput(fmt::format(

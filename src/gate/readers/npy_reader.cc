@@ -204,6 +204,12 @@ class NpyReader final : public SampleLengthReader {
     const uint64_t n = std::min<uint64_t>(std::max<size_t>(1, options_.chunk_samples), samples_ - next_);
     if (mode_ == Mode::kRows) {
       lengths->insert(lengths->end(), static_cast<size_t>(n), static_cast<uint32_t>(main_.shape[1]));
+      if (extents_) {
+        const uint64_t row_bytes = main_.shape[1] * static_cast<uint64_t>(main_.dtype.bits / 8);
+        for (uint64_t i = 0; i < n; ++i) {
+          extents_->push_back({main_.data_offset + (next_ + i) * row_bytes, row_bytes, 0});
+        }
+      }
       next_ += n;
       return static_cast<size_t>(n);
     }
@@ -236,6 +242,11 @@ class NpyReader final : public SampleLengthReader {
                                                   main_.file->path(), next_ + i + 1, vals[i], vals[i + 1]));
         }
         lengths->push_back(static_cast<uint32_t>(len));
+        if (extents_) {
+          const uint64_t item_bytes = static_cast<uint64_t>(tokens_.dtype.bits / 8);
+          extents_->push_back({tokens_.data_offset + static_cast<uint64_t>(vals[i]) * item_bytes,
+                               static_cast<uint64_t>(len) * item_bytes, 1});
+        }
       }
       last_offset_ = vals[n];
     }

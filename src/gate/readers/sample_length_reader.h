@@ -82,6 +82,14 @@ struct ReaderOptions {
   size_t max_line_bytes = size_t{64} << 20;
 };
 
+// Where one sample's stored bytes lie: [offset, offset + bytes) of files()[file_index]. For
+// binary formats that is the sample's token ids; for jsonl, its whole line (newline included).
+struct SampleExtent {
+  uint64_t offset = 0;
+  uint64_t bytes = 0;
+  uint32_t file_index = 0;
+};
+
 class SampleLengthReader {
  public:
   virtual ~SampleLengthReader() = default;
@@ -98,8 +106,13 @@ class SampleLengthReader {
   uint64_t bytes_read() const { return bytes_read_; }
   // The files this source is made of, with their sizes (for page cache and size checks).
   const std::vector<std::pair<std::string, uint64_t>>& files() const { return files_; }
+  // When set, Next() also appends one SampleExtent per length it appends, so a caller can read
+  // the samples back the way a loader does (`wattwatch iobench`). A 1-D npy of lengths stores no
+  // samples and appends none. `extents` is not owned and must outlive the reads.
+  void set_extent_sink(std::vector<SampleExtent>* extents) { extents_ = extents; }
 
  protected:
+  std::vector<SampleExtent>* extents_ = nullptr;
   TokenIdRange token_ids_;
   uint64_t bytes_read_ = 0;
   std::vector<std::pair<std::string, uint64_t>> files_;

@@ -1,0 +1,73 @@
+#include "telemetry/source_spec.h"
+
+#include <fmt/format.h>
+
+#include "telemetry/nvml/nvml_source.h"
+#include "telemetry/replay/nvsmi_log.h"
+#include "telemetry/sim/simulator.h"
+
+namespace ww {
+namespace {
+
+std::vector<std::string> SplitComma(const std::string& s) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= s.size()) {
+    const size_t comma = s.find(',', start);
+    const size_t end = comma == std::string::npos ? s.size() : comma;
+    if (end > start) out.push_back(s.substr(start, end - start));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return out;
+}
+
+}  // namespace
+
+Result<OpenedSource> OpenSourceSpec(const std::string& spec, const SourceSpecOptions& options) {
+  OpenedSource out;
+  if (spec == "nvml") {
+    nvml::NvmlSourceOptions no;
+    no.library_path = options.nvml_lib;
+    no.hostname = options.hostname;
+    no.clock = options.clock;
+    no.call_deadline_ms = options.call_deadline_ms;
+    auto s = nvml::NvmlSource::Open(no);
+    if (!s.ok()) return s.status();
+    out.nvml = s->get();
+    out.source = std::move(*s);
+    out.live = true;
+    return out;
+  }
+  if (spec.rfind("replay:", 0) == 0) {
+    const auto files = SplitComma(spec.substr(7));
+    if (files.empty()) {
+      return Status::InvalidInput("--source replay:FILE[,FILE...] needs at least one file");
+    }
+    auto s = OpenReplay(files);
+    if (!s.ok()) return s.status();
+    out.source = std::move(*s);
+    return out;
+  }
+  if (spec.rfind("sim:", 0) == 0) {
+    auto cfg = sim::MakeScenario(spec.substr(4), sim::ScenarioOptions{});
+    if (!cfg.ok()) return Status::InvalidInput("--source: " + cfg.status().message());
+    out.source = sim::MakeSimSource(std::move(*cfg));
+    return out;
+  }
+  return Status::InvalidInput(
+      fmt::format("--source: unknown source '{}' (expected nvml, "
+                  "replay:FILE[,FILE...] or sim:SCENARIO)",
+                  spec));
+}
+
+const char* SourceSpecHelp() {
+  return "  nvml                      this host's GPUs, read live every "
+         "--interval-ms\n"
+         "  replay:FILE[,FILE...]     nvidia-smi logs (one per host), replayed "
+         "at --speed\n"
+         "  sim:SCENARIO              a simulated job (healthy, hang-spin, "
+         "checkpoint-rank0, ...)\n";
+}
+
+}  // namespace ww

@@ -1,0 +1,44 @@
+// OpenSourceSpec: turns a `--source` argument (nvml, replay:FILE[,FILE...],
+// sim:SCENARIO) into a TelemetrySource, so every live command (top, watch, run)
+// accepts the same sources the same way. Ownership: the caller owns the
+// returned source. Thread-safety: a free function.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "core/clock.h"
+#include "core/status.h"
+#include "telemetry/source.h"
+
+namespace ww {
+
+namespace nvml {
+class NvmlSource;
+}
+
+struct SourceSpecOptions {
+  std::string nvml_lib;    // --nvml-lib; empty: $WATTWATCH_NVML_LIB, else
+                           // libnvidia-ml.so.1
+  std::string hostname;    // nvml: the host name its samples carry; empty: gethostname()
+  Clock* clock = nullptr;  // nvml: the clock it stamps samples with; nullptr: SystemClock()
+  int64_t call_deadline_ms = 500;
+};
+
+struct OpenedSource {
+  std::unique_ptr<TelemetrySource> source;
+  // true for nvml: samples are taken now, on a schedule; false for replay/sim:
+  // samples carry their own timestamps and are paced by --speed.
+  bool live = false;
+  nvml::NvmlSource* nvml = nullptr;  // borrowed from `source` when live
+};
+
+// kInvalidInput for a malformed spec or an unreadable log (the message names
+// what and why); kUnavailable when NVML, its driver or a GPU is missing.
+Result<OpenedSource> OpenSourceSpec(const std::string& spec, const SourceSpecOptions& options);
+
+// "nvml, replay:FILE[,FILE...] or sim:SCENARIO" with one line per form, for
+// --help texts.
+const char* SourceSpecHelp();
+
+}  // namespace ww

@@ -1,0 +1,234 @@
+#include "watch/actions.h"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <httplib.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+
+extern char** environ;
+
+namespace ww::watch {
+namespace {
+
+struct UrlParts {
+  std::string scheme_host_port;  // "http://host:port"
+  std::string path;              // "/hook?x=1"
+};
+
+Result<UrlParts> SplitUrl(const std::string& url) {
+  const size_t scheme_end = url.find("://");
+  if (scheme_end == std::string::npos) {
+    return Status::InvalidInput(
+        fmt::format("--webhook '{}': expected http://HOST[:PORT]/PATH", url));
+  }
+  const std::string scheme = url.substr(0, scheme_end);
+  if (scheme != "http" && scheme != "https") {
+    return Status::InvalidInput(
+        fmt::format("--webhook '{}': scheme must be http or https, not '{}'", url, scheme));
+  }
+  const size_t host_start = scheme_end + 3;
+  const size_t path_start = url.find('/', host_start);
+  UrlParts p;
+  p.scheme_host_port = url.substr(0, path_start);
+  p.path = path_start == std::string::npos ? "/" : url.substr(path_start);
+  if (p.scheme_host_port.size() <= host_start) {
+    return Status::InvalidInput(fmt::format("--webhook '{}': no host", url));
+  }
+  return p;
+}
+
+}  // namespace
+
+Status ValidateWebhookUrl(const std::string& url) { return SplitUrl(url).status(); }
+
+std::string FindOnPath(const std::string& name) {
+  if (name.find('/') != std::string::npos) return ::access(name.c_str(), X_OK) == 0 ? name : "";
+  const char* path = std::getenv("PATH");
+  std::string_view rest = path ? path : "/usr/local/bin:/usr/bin:/bin";
+  while (!rest.empty()) {
+    const size_t colon = rest.find(':');
+    const std::string dir(rest.substr(0, colon));
+    rest = colon == std::string_view::npos ? std::string_view() : rest.substr(colon + 1);
+    if (dir.empty()) continue;
+    const std::string full = dir + "/" + name;
+    struct stat st {};
+    if (::stat(full.c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
+        ::access(full.c_str(), X_OK) == 0) {
+      return full;
+    }
+  }
+  return "";
+}
+
+Result<int> RunCommand(const std::vector<std::string>& argv,
+                       const std::vector<std::string>& extra_env, double timeout_s,
+                       const std::string& output_path) {
+  if (argv.empty()) return Status::InvalidInput("empty command");
+  std::vector<char*> args;
+  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  std::vector<std::string> env_store;
+  for (char** e = environ; e && *e; ++e) env_store.emplace_back(*e);
+  env_store.insert(env_store.end(), extra_env.begin(), extra_env.end());
+  std::vector<char*> envp;
+  for (std::string& e : env_store) envp.push_back(e.data());
+  envp.push_back(nullptr);
+
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  if (!output_path.empty()) {
+    posix_spawn_file_actions_addopen(&fa, STDOUT_FILENO, output_path.c_str(),
+                                     O_WRONLY | O_CREAT | O_APPEND, 0644);
+    posix_spawn_file_actions_adddup2(&fa, STDOUT_FILENO, STDERR_FILENO);
+  }
+  posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  sigset_t none, defaults;
+  sigemptyset(&none);
+  sigemptyset(&defaults);
+  sigaddset(&defaults, SIGINT);
+  sigaddset(&defaults, SIGTERM);
+  sigaddset(&defaults, SIGPIPE);
+  sigaddset(&defaults, SIGHUP);
+  posix_spawnattr_setsigmask(&attr, &none);
+  posix_spawnattr_setsigdefault(&attr, &defaults);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+  pid_t pid = 0;
+  const int rc = posix_spawnp(&pid, args[0], &fa, &attr, args.data(), envp.data());
+  posix_spawn_file_actions_destroy(&fa);
+  posix_spawnattr_destroy(&attr);
+  if (rc != 0) {
+    return Status::Unavailable(fmt::format("cannot run '{}': {}", argv[0], std::strerror(rc)));
+  }
+  const auto deadline = std::chrono::steady_clock::now() +
+                        std::chrono::milliseconds(static_cast<int64_t>(timeout_s * 1000));
+  for (;;) {
+    int status = 0;
+    const pid_t r = ::waitpid(pid, &status, WNOHANG);
+    if (r == pid) {
+      if (WIFEXITED(status)) return WEXITSTATUS(status);
+      if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+      continue;
+    }
+    if (r < 0 && errno != EINTR)
+      return Status::Internal(fmt::format("waitpid: {}", std::strerror(errno)));
+    if (std::chrono::steady_clock::now() >= deadline) {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, &status, 0);
+      return Status::DeadlineExceeded(
+          fmt::format("'{}' did not finish within {:.0f} s; killed", argv[0], timeout_s));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
+ActionRunner::ActionRunner(ActionConfig config, Report report)
+    : config_(std::move(config)), report_(std::move(report)) {
+  if (!empty()) thread_ = std::thread([this] { Loop(); });
+}
+
+ActionRunner::~ActionRunner() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void ActionRunner::Submit(const nlohmann::json& event) {
+  if (empty()) return;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    queue_.push_back(event);
+  }
+  cv_.notify_all();
+}
+
+void ActionRunner::Loop() {
+  for (;;) {
+    nlohmann::json event;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+      // Work already queued still runs at shutdown: a hang found just before
+      // exit is reported.
+      if (queue_.empty()) return;
+      event = std::move(queue_.front());
+      queue_.pop_front();
+    }
+    if (!config_.webhook_url.empty()) RunWebhook(event);
+    if (!config_.hook_argv.empty()) RunHook(event);
+  }
+}
+
+void ActionRunner::RunWebhook(const nlohmann::json& event) {
+  nlohmann::json outcome = {
+      {"event", "action"}, {"action", "webhook"}, {"url", config_.webhook_url}};
+  auto parts = SplitUrl(config_.webhook_url);
+  if (!parts.ok()) {
+    outcome["error"] = parts.status().message();
+    report_(outcome);
+    return;
+  }
+  httplib::Client client(parts->scheme_host_port);
+  const auto timeout =
+      std::chrono::milliseconds(static_cast<int64_t>(config_.webhook_timeout_s * 1000));
+  client.set_connection_timeout(timeout);
+  client.set_read_timeout(timeout);
+  client.set_write_timeout(timeout);
+  const std::string body = event.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  auto res = client.Post(parts->path, body, "application/json");
+  if (!res) {
+    outcome["error"] = httplib::to_string(res.error());
+  } else {
+    outcome["status"] = res->status;
+    if (res->status >= 300) outcome["error"] = fmt::format("HTTP {}", res->status);
+  }
+  report_(outcome);
+}
+
+void ActionRunner::RunHook(const nlohmann::json& event) {
+  std::vector<std::string> env;
+  auto add = [&](const char* name, const nlohmann::json& v) {
+    std::string s;
+    if (v.is_string()) {
+      s = v.get<std::string>();
+    } else if (v.is_array()) {
+      for (const auto& x : v) {
+        if (!s.empty()) s += x.is_string() && std::string(name) == "WATTWATCH_REASONS" ? "; " : ",";
+        s += x.is_string() ? x.get<std::string>() : x.dump();
+      }
+    } else if (!v.is_null()) {
+      s = v.dump();
+    }
+    env.push_back(std::string(name) + "=" + s);
+  };
+  add("WATTWATCH_EVENT", event.value("event", nlohmann::json()));
+  add("WATTWATCH_HOST", event.value("host", nlohmann::json()));
+  add("WATTWATCH_JOB_ID", event.value("job_id", nlohmann::json()));
+  add("WATTWATCH_GPUS", event.value("gpus", nlohmann::json()));
+  add("WATTWATCH_CULPRITS", event.value("culprits", nlohmann::json()));
+  add("WATTWATCH_SINCE", event.value("since", nlohmann::json()));
+  add("WATTWATCH_REASONS", event.value("reasons", nlohmann::json()));
+  env.push_back("WATTWATCH_PAYLOAD=" +
+                event.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+  nlohmann::json outcome = {{"event", "action"}, {"action", "hook"}, {"argv", config_.hook_argv}};
+  auto rc = RunCommand(config_.hook_argv, env, config_.hook_timeout_s);
+  if (rc.ok()) {
+    outcome["exit_code"] = *rc;
+  } else {
+    outcome["error"] = rc.status().message();
+  }
+  report_(outcome);
+}
+
+}  // namespace ww::watch

@@ -1,0 +1,129 @@
+// The hang policy as a table: GPU candidate x probe evidence -> verdict.
+#include "watch/hang_policy.h"
+
+#include <gtest/gtest.h>
+
+namespace ww::watch {
+namespace {
+
+constexpr int64_t kStart = 1'000'000;
+
+ProbeState Probe(const char* kind, bool available, int64_t moved_ms, bool process = false,
+                 bool write = false) {
+  ProbeState p;
+  p.kind = kind;
+  p.available = available;
+  p.last_moved_ms = moved_ms;
+  p.watches_process = process;
+  p.last_move_was_write = write;
+  p.last_detail = "detail";
+  p.last_move_detail = "what moved";
+  return p;
+}
+
+struct Row {
+  const char* name;
+  bool candidate;
+  double now_s;  // since the candidate began
+  std::vector<ProbeState> probes;
+  HangVerdict want;
+  double want_needed_s;
+};
+
+TEST(HangPolicy, Table) {
+  const HangPolicyOptions opts;  // 60 s, 30 s with a process probe
+  const std::vector<Row> rows = {
+      {"no candidate", false, 100, {}, HangVerdict::kNoCandidate, 0},
+      {"GPU only, 59 s", true, 59, {}, HangVerdict::kWaiting, 60},
+      {"GPU only, 60 s", true, 60, {}, HangVerdict::kConfirm, 60},
+      {"log silent since before, 60 s",
+       true,
+       60,
+       {Probe("progress-log", true, kStart - 5000)},
+       HangVerdict::kConfirm,
+       60},
+      {"log line after the wait began",
+       true,
+       200,
+       {Probe("progress-log", true, kStart + 1000)},
+       HangVerdict::kDismiss,
+       0},
+      {"log line exactly at the start counts",
+       true,
+       200,
+       {Probe("progress-log", true, kStart)},
+       HangVerdict::kDismiss,
+       0},
+      {"process watched, nothing moves, 30 s",
+       true,
+       30,
+       {Probe("process", true, INT64_MIN, true)},
+       HangVerdict::kConfirm,
+       30},
+      {"process watched, 29 s",
+       true,
+       29,
+       {Probe("process", true, INT64_MIN, true)},
+       HangVerdict::kWaiting,
+       30},
+      {"process writes: a checkpoint",
+       true,
+       120,
+       {Probe("process", true, kStart + 100000, true, true)},
+       HangVerdict::kDismiss,
+       0},
+      {"process probe without a signal does not speed up",
+       true,
+       45,
+       {Probe("process", false, INT64_MIN, true)},
+       HangVerdict::kWaiting,
+       60},
+      {"heartbeat moved, process quiet",
+       true,
+       45,
+       {Probe("heartbeat", true, kStart + 40000), Probe("process", true, INT64_MIN, true)},
+       HangVerdict::kDismiss,
+       0},
+  };
+  for (const Row& r : rows) {
+    SCOPED_TRACE(r.name);
+    const int64_t now = kStart + static_cast<int64_t>(r.now_s * 1000);
+    const auto d = DecideHang(now, r.candidate ? std::optional<int64_t>(kStart) : std::nullopt,
+                              r.probes, opts);
+    EXPECT_EQ(HangVerdictName(d.verdict), std::string(HangVerdictName(r.want)));
+    if (r.want == HangVerdict::kWaiting || r.want == HangVerdict::kConfirm) {
+      EXPECT_DOUBLE_EQ(d.needed_s, r.want_needed_s);
+    }
+    if (r.want == HangVerdict::kConfirm || r.want == HangVerdict::kDismiss) {
+      EXPECT_FALSE(d.reasons.empty());
+    }
+  }
+}
+
+TEST(HangPolicy, ReasonsNameTheEvidence) {
+  const auto d = DecideHang(kStart + 31000, kStart, {Probe("process", true, INT64_MIN, true)}, {});
+  ASSERT_EQ(d.verdict, HangVerdict::kConfirm);
+  std::string all;
+  for (const auto& r : d.reasons) all += r + "\n";
+  EXPECT_NE(all.find("process: no progress since the watch began; detail"), std::string::npos)
+      << all;
+  EXPECT_NE(all.find("--confirm-proc-s"), std::string::npos) << all;
+
+  const auto w =
+      DecideHang(kStart + 5000, kStart, {Probe("process", true, kStart + 2000, true, true)}, {});
+  ASSERT_EQ(w.verdict, HangVerdict::kDismiss);
+  EXPECT_NE(w.reasons.front().find("a checkpoint"), std::string::npos) << w.reasons.front();
+}
+
+TEST(HangPolicy, ConfigurableWindows) {
+  HangPolicyOptions o;
+  o.confirm_s = 10;
+  o.confirm_proc_s = 5;
+  EXPECT_EQ(DecideHang(kStart + 10000, kStart, {}, o).verdict, HangVerdict::kConfirm);
+  EXPECT_EQ(DecideHang(kStart + 9999, kStart, {}, o).verdict, HangVerdict::kWaiting);
+  EXPECT_EQ(DecideHang(kStart + 5000, kStart, {Probe("process", true, INT64_MIN, true)}, o).verdict,
+            HangVerdict::kConfirm);
+}
+
+}  // namespace
+}  // namespace ww::watch

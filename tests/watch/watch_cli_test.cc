@@ -1,0 +1,390 @@
+// End to end: the real `wattwatch watch` and `wattwatch run` binaries on
+// simulator logs, real child processes, signals, a webhook receiver, a hook,
+// and the fake libnvidia-ml.so.1.
+#include <fcntl.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <thread>
+
+#include "watch/test_dir.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using ::testing::HasSubstr;
+
+std::string Slurp(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::vector<json> ReadEvents(const fs::path& p) {
+  std::vector<json> v;
+  std::ifstream in(p);
+  std::string line;
+  while (std::getline(in, line)) v.push_back(json::parse(line));
+  return v;
+}
+
+// Processes of a process group that are not zombies (an orphan's zombie waits
+// for init to reap it, and kill(-pgid, 0) still finds it).
+int LiveProcessesInGroup(int pgid) {
+  int n = 0;
+  for (const auto& e : fs::directory_iterator("/proc")) {
+    const std::string name = e.path().filename();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    const std::string stat = Slurp(e.path() / "stat");
+    const size_t close = stat.rfind(')');
+    if (close == std::string::npos) continue;
+    std::istringstream in(stat.substr(close + 1));
+    std::string state;
+    int ppid = 0, pgrp = 0;
+    in >> state >> ppid >> pgrp;
+    if (pgrp == pgid && state != "Z" && state != "X") ++n;
+  }
+  return n;
+}
+
+int CountEvents(const std::vector<json>& ev, const std::string& kind) {
+  int n = 0;
+  for (const auto& e : ev) n += e["event"] == kind;
+  return n;
+}
+
+class WatchCliTest : public ww::testing::TestDirFixture {
+ protected:
+  // Starts the binary with args; stdout/stderr to files in dir_. Returns the
+  // pid.
+  pid_t Spawn(const std::vector<std::string>& args, const std::vector<std::string>& env = {}) {
+    const std::string out = (dir_ / "stdout").string(), err = (dir_ / "stderr").string();
+    const pid_t pid = fork();
+    if (pid == 0) {
+      const int o = open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      const int e = open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      dup2(o, 1);
+      dup2(e, 2);
+      for (const auto& kv : env) putenv(const_cast<char*>(kv.c_str()));
+      std::vector<char*> argv;
+      argv.push_back(const_cast<char*>(WW_BINARY));
+      for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+      argv.push_back(nullptr);
+      execv(WW_BINARY, argv.data());
+      _exit(127);
+    }
+    return pid;
+  }
+  // Waits for pid; -1 on timeout (then kills it).
+  int Wait(pid_t pid, double timeout_s = 120) {
+    const auto deadline = std::chrono::steady_clock::now() +
+                          std::chrono::milliseconds(static_cast<int64_t>(timeout_s * 1000));
+    for (;;) {
+      int status = 0;
+      if (waitpid(pid, &status, WNOHANG) == pid) {
+        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+      }
+      if (std::chrono::steady_clock::now() > deadline) {
+        kill(pid, SIGKILL);
+        waitpid(pid, &status, 0);
+        return -1;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  }
+  int Run(const std::vector<std::string>& args, const std::vector<std::string>& env = {}) {
+    return Wait(Spawn(args, env));
+  }
+  std::string Err() { return Slurp(dir_ / "stderr"); }
+  std::string Out() { return Slurp(dir_ / "stdout"); }
+
+  // A one-host simulator log of `scenario` (or host `host` of a 2-host job).
+  std::string Log(const std::string& scenario, int hosts = 1, int host = 0) {
+    const auto d = dir_ / scenario;
+    EXPECT_EQ(Run({"simulate", scenario, "--hosts", std::to_string(hosts), "--gpus-per-host", "4",
+                   "--interval-ms", "1000", "--out-dir", d.string()}),
+              0)
+        << Err();
+    return (d / ("node" + std::to_string(host) + ".csv")).string();
+  }
+};
+
+TEST_F(WatchCliTest, RunKillsAHungJobAndExitsThree) {
+  const std::string log = Log("hang-spin");
+  const auto events = dir_ / "ev.jsonl";
+  const int rc =
+      Run({"run", "--source", "replay:" + log, "--speed", "50", "--listen", "none",
+           "--kill-grace-s", "2", "--events", events.string(), "--", "sh", "-c", "sleep 600"});
+  EXPECT_EQ(rc, 3) << Err();
+  const auto ev = ReadEvents(events);
+  EXPECT_EQ(CountEvents(ev, "hang_confirmed"), 1);
+  EXPECT_EQ(CountEvents(ev, "kill"), 1) << "SIGTERM was enough";
+  int pgid = 0;
+  for (const auto& e : ev) {
+    if (e["event"] == "kill") pgid = e["pgid"];
+    if (e["event"] == "hang_confirmed") {
+      EXPECT_THAT(e["reasons"].dump(), HasSubstr("--confirm-proc-s"))
+          << "the process probe decided";
+    }
+  }
+  ASSERT_GT(pgid, 0);
+  EXPECT_EQ(LiveProcessesInGroup(pgid), 0) << "no process of the job may survive";
+  EXPECT_THAT(Err(), HasSubstr("HANG confirmed"));
+}
+
+TEST_F(WatchCliTest, RunEscalatesToSigkillWhenTermIsIgnored) {
+  const std::string log = Log("hang-exit");
+  const auto events = dir_ / "ev.jsonl";
+  const int rc = Run({"run", "--source", "replay:" + log, "--speed", "50", "--listen", "none",
+                      "--kill-grace-s", "1", "--events", events.string(), "--", "sh", "-c",
+                      "trap '' TERM; while :; do sleep 0.2; done"});
+  EXPECT_EQ(rc, 3) << Err();
+  const auto ev = ReadEvents(events);
+  EXPECT_EQ(CountEvents(ev, "kill"), 2);
+  bool sigkill = false;
+  for (const auto& e : ev) sigkill |= e["event"] == "kill" && e["signal"] == "SIGKILL";
+  EXPECT_TRUE(sigkill);
+}
+
+TEST_F(WatchCliTest, RunDoesNotKillAJobThatCheckpoints) {
+  // Host 1 of a 2-host job while rank 0 saves for 150 s: every GPU this host
+  // sees spins. The job's processes write all along (its checkpoint shards), so
+  // it is not a hang.
+  const std::string log = Log("checkpoint-rank0", 2, 1);
+  const auto events = dir_ / "ev.jsonl";
+  const std::string job =
+      "i=0; while [ $i -lt 45 ]; do dd if=/dev/zero of=" + (dir_ / "ckpt.bin").string() +
+      " bs=1M count=2 conv=fsync 2>/dev/null; sleep 0.2; "
+      "i=$((i+1)); done; exit 0";
+  const int rc = Run({"run", "--source", "replay:" + log, "--speed", "50", "--listen", "none",
+                      "--events", events.string(), "--", "sh", "-c", job});
+  const auto ev = ReadEvents(events);
+  if (CountEvents(ev, "hang_dismissed") == 0 &&
+      Err().find("I/O counters not readable") != std::string::npos) {
+    GTEST_SKIP() << "/proc/PID/io is not readable here";
+  }
+  EXPECT_EQ(rc, 0) << Err();
+  EXPECT_EQ(CountEvents(ev, "hang_confirmed"), 0);
+  EXPECT_GE(CountEvents(ev, "hang_dismissed"), 1) << "the spin was seen and explained";
+}
+
+TEST_F(WatchCliTest, PeerShowingACheckpointKeepsRunFromKillingAWaitingHost) {
+  // Host 1 of a 2-host job, whose processes write nothing while rank 0 (host 0) saves for
+  // 150 s. Alone, host 1's watcher takes the wait for a hang and kills the job (the control).
+  // With --peer pointing at host 0's watcher, which shows the checkpoint, it does not.
+  const std::string node0 = Log("checkpoint-rank0", 2, 0);
+  const std::string node1 = (dir_ / "checkpoint-rank0" / "node1.csv").string();
+  const std::vector<std::string> job = {"--", "sh", "-c", "sleep 8; exit 0"};
+  auto run_node1 = [&](const std::vector<std::string>& extra, const std::string& events) {
+    std::vector<std::string> args = {"run",     "--source", "replay:" + node1,
+                                     "--speed", "50",       "--listen",
+                                     "none",    "--events", (dir_ / "node1.jsonl").string()};
+    args.insert(args.end(), extra.begin(), extra.end());
+    args.insert(args.end(), job.begin(), job.end());
+    return args;
+  };
+  EXPECT_EQ(Run(run_node1({}, "control.jsonl")), 3)
+      << "control: without the peer the wait looks like a hang";
+
+  const auto addr_file = dir_ / "node0.addr";
+  // The peer's watcher runs alongside, on its own files (the fixture's stdout/stderr are ours).
+  const pid_t peer = fork();
+  if (peer == 0) {
+    const int null = open("/dev/null", O_WRONLY);
+    dup2(null, 1);
+    dup2(null, 2);
+    execl(WW_BINARY, WW_BINARY, "watch", "--source", ("replay:" + node0).c_str(), "--speed", "50",
+          "--listen", "127.0.0.1:0", "--ready-file", addr_file.c_str(), "--linger",
+          static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  std::string addr;
+  for (int i = 0; i < 200 && addr.empty(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    std::ifstream(addr_file) >> addr;
+  }
+  ASSERT_FALSE(addr.empty());
+  const int rc = Run(run_node1({"--peer", addr}, "node1.jsonl"));
+  kill(peer, SIGTERM);
+  Wait(peer, 10);
+  EXPECT_EQ(rc, 0) << Err();
+  const auto ev = ReadEvents(dir_ / "node1.jsonl");
+  bool peer_reason = false;
+  for (const auto& e : ev) {
+    if (e["event"] == "hang_dismissed")
+      peer_reason |= e["reasons"].dump().find("checkpoint") != std::string::npos;
+  }
+  EXPECT_TRUE(peer_reason) << "the dismissal names the peer's checkpoint";
+}
+
+TEST_F(WatchCliTest, RunPassesTheCommandsExitCodeOn) {
+  EXPECT_EQ(Run({"run", "--source", "sim:healthy", "--speed", "100", "--listen", "none", "--", "sh",
+                 "-c", "exit 7"}),
+            7)
+      << Err();
+  EXPECT_EQ(Run({"run", "--listen", "none", "--source", "sim:healthy", "--", "/nonexistent/cmd"}),
+            2);
+  EXPECT_THAT(Err(), HasSubstr("cannot start '/nonexistent/cmd'"));
+}
+
+TEST_F(WatchCliTest, RunForwardsSigterm) {
+  const pid_t pid = Spawn({"run", "--source", "sim:healthy", "--speed", "1", "--listen", "none",
+                           "--", "sh", "-c", "trap 'exit 42' TERM; while :; do sleep 0.1; done"});
+  std::this_thread::sleep_for(std::chrono::milliseconds(700));
+  kill(pid, SIGTERM);
+  EXPECT_EQ(Wait(pid, 30), 42) << Err();
+}
+
+TEST_F(WatchCliTest, KillingTheWatcherLeavesTheJobRunning) {
+  const auto pidfile = dir_ / "job.pid";
+  const pid_t watcher =
+      Spawn({"run", "--source", "sim:healthy", "--speed", "1", "--listen", "none", "--", "sh", "-c",
+             "echo $$ > " + pidfile.string() + "; exec sleep 60"});
+  pid_t job = 0;
+  for (int i = 0; i < 200 && job == 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(25));
+    std::ifstream(pidfile) >> job;
+  }
+  ASSERT_GT(job, 0);
+  kill(watcher, SIGKILL);
+  Wait(watcher, 10);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_EQ(kill(job, 0), 0) << "the job died with its watcher";
+  kill(job, SIGKILL);
+}
+
+TEST_F(WatchCliTest, WebhookAndHookGetTheHang) {
+  httplib::Server receiver;
+  std::mutex mu;
+  std::string body;
+  receiver.Post("/hook", [&](const httplib::Request& req, httplib::Response& res) {
+    std::lock_guard<std::mutex> lock(mu);
+    body = req.body;
+    res.status = 204;
+  });
+  const int port = receiver.bind_to_any_port("127.0.0.1");
+  ASSERT_GT(port, 0);
+  std::thread t([&] { receiver.listen_after_bind(); });
+  const std::string log = Log("hang-exit");
+  const auto hook_out = dir_ / "hook.env";
+  const auto events = dir_ / "ev.jsonl";
+  const int rc = Run({"watch",
+                      "--source",
+                      "replay:" + log,
+                      "--speed",
+                      "100",
+                      "--listen",
+                      "none",
+                      "--host",
+                      "gpu-node-17",
+                      "--job-id",
+                      "ft-32b",
+                      "--events",
+                      events.string(),
+                      "--webhook",
+                      "http://127.0.0.1:" + std::to_string(port) + "/hook",
+                      "--hook",
+                      "sh",
+                      "--hook-arg",
+                      "-c",
+                      "--hook-arg",
+                      "env | grep ^WATTWATCH_ | sort > " + hook_out.string(),
+                      "--fail-on-hang"});
+  receiver.stop();
+  t.join();
+  EXPECT_EQ(rc, 3) << Err();
+  std::string payload;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    payload = body;
+  }
+  ASSERT_FALSE(payload.empty()) << Err();
+  const json p = json::parse(payload);
+  EXPECT_EQ(p["event"], "hang_confirmed");
+  EXPECT_EQ(p["host"], "gpu-node-17");
+  EXPECT_EQ(p["job_id"], "ft-32b");
+  EXPECT_EQ(p["gpus"].size(), 4u);
+  EXPECT_EQ(p["culprits"].size(), 1u) << "hang-exit: the rank whose process is gone";
+  EXPECT_FALSE(p["reasons"].empty());
+  EXPECT_TRUE(p.contains("since"));
+  const std::string env = Slurp(hook_out);
+  EXPECT_THAT(env, HasSubstr("WATTWATCH_EVENT=hang_confirmed\n"));
+  EXPECT_THAT(env, HasSubstr("WATTWATCH_HOST=gpu-node-17\n"));
+  EXPECT_THAT(env, HasSubstr("WATTWATCH_JOB_ID=ft-32b\n"));
+  EXPECT_THAT(env, HasSubstr("WATTWATCH_CULPRITS=gpu-node-17:"));
+  EXPECT_THAT(env, HasSubstr("WATTWATCH_PAYLOAD={"));
+  const auto ev = ReadEvents(events);
+  int webhook_ok = 0, hook_ok = 0;
+  for (const auto& e : ev) {
+    if (e["event"] == "action" && e["action"] == "webhook" && e.value("status", 0) == 204)
+      ++webhook_ok;
+    if (e["event"] == "action" && e["action"] == "hook" && e.value("exit_code", -1) == 0) ++hook_ok;
+  }
+  EXPECT_EQ(webhook_ok, 1);
+  EXPECT_EQ(hook_ok, 1);
+}
+
+TEST_F(WatchCliTest, NoNvmlIsOneClearMessageAndExitTwo) {
+  const int rc =
+      Run({"watch", "--listen", "none"}, {"WATTWATCH_NVML_LIB=/nonexistent/libnvidia-ml.so.1"});
+  EXPECT_EQ(rc, 2);
+  EXPECT_THAT(Err(), HasSubstr("libnvidia-ml"));
+  EXPECT_THAT(Err(), HasSubstr("--nvml-lib"));
+}
+
+TEST_F(WatchCliTest, LiveNvmlGoesOnThroughABlockedCall) {
+  const auto script = dir_ / "gpus.script";
+  std::ofstream(script) << "gpus 2\n"
+                           "gpu * name \"NVIDIA H100 80GB HBM3\" arch hopper\n"
+                           "set * power_mw 650000\nset * util_gpu 100\n"
+                           "at 800 block 1 nvmlDeviceGetPowerUsage 2\n";
+  const pid_t pid =
+      Spawn({"watch", "--source", "nvml", "--interval-ms", "100", "--listen", "127.0.0.1:0",
+             "--ready-file", (dir_ / "addr").string(), "--json"},
+            {"WATTWATCH_NVML_LIB=" FAKE_NVML_LIB, "FAKE_NVML_SCRIPT=" + script.string()});
+  std::this_thread::sleep_for(std::chrono::milliseconds(3500));
+  std::string addr;
+  std::ifstream(dir_ / "addr") >> addr;
+  ASSERT_FALSE(addr.empty()) << Err();
+  httplib::Client c("http://" + addr);
+  auto m = c.Get("/metrics");
+  ASSERT_TRUE(m);
+  EXPECT_THAT(m->body, HasSubstr("wattwatch_gpu_power_watts{host="));
+  kill(pid, SIGTERM);
+  ASSERT_EQ(Wait(pid, 20), 0) << Err();
+  const json s = json::parse(Out());
+  EXPECT_GE(s["ticks"].get<int>(), 20) << "sampling went on while GPU 1's call blocked";
+  EXPECT_GE(s["samples_dropped"].get<int>(), 1) << "the stale GPU is counted";
+  EXPECT_THAT(m->body, HasSubstr("wattwatch_samples_dropped_total"));
+}
+
+TEST_F(WatchCliTest, BadInputIsExitTwoWithTheReason) {
+  EXPECT_EQ(Run({"watch", "--source", "replay:/nonexistent.csv", "--listen", "none"}), 2);
+  EXPECT_THAT(Err(), HasSubstr("/nonexistent.csv"));
+  EXPECT_EQ(Run({"watch", "--source", "sim:healthy", "--listen", "300.1.1.1:99999"}), 2);
+  EXPECT_THAT(Err(), HasSubstr("--listen"));
+  EXPECT_EQ(Run({"watch", "--source", "sim:healthy", "--listen", "none", "--progress-log", "x",
+                 "--progress-regex", "("}),
+            2);
+  EXPECT_THAT(Err(), HasSubstr("--progress-regex"));
+  EXPECT_EQ(Run({"watch", "--source", "sim:healthy", "--listen", "none", "--webhook", "ftp://x"}),
+            2);
+  EXPECT_THAT(Err(), HasSubstr("--webhook"));
+  EXPECT_EQ(Run({"run", "--listen", "none"}), 2) << "run needs a command";
+  EXPECT_EQ(Run({"watch", "--help"}), 0);
+  EXPECT_THAT(Out(), HasSubstr("Exit codes"));
+  EXPECT_THAT(Out(), HasSubstr("--confirm-proc-s"));
+}
+
+}  // namespace
