@@ -285,7 +285,8 @@ void AddCommonFlags(CLI::App* cmd, WatchFlags* f, bool run_mode) {
       ->allow_extra_args(false);
   cmd->add_option("--hook-timeout-s", f->hook_timeout_s, "kill the hook after this (default 60)");
   cmd->add_flag("--json", f->json, "print a JSON summary (hangs, tick lateness) on stdout at exit");
-  cmd->add_option("--log-level", f->log_level, "trace, debug, info (default), warn, error, off");
+  cmd->add_option("--log-level", f->log_level, "trace, debug, info (default), warn, error, off")
+      ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}));
 }
 
 }  // namespace
@@ -354,6 +355,8 @@ Examples:
   wattwatch run --events /var/log/wattwatch/$SLURM_JOB_ID.jsonl -- torchrun --nproc-per-node 8 train.py
   wattwatch run --progress-log out/train.log --progress-regex 'step \d+' -- python train.py
   wattwatch run --diag-signal USR1 --kill-grace-s 60 -- ./launch.sh
+  wattwatch run --listen 0.0.0.0:9401 --peer node1:9401 -- torchrun --nnodes 2 ... train.py
+    (one per host; each names the others, so a rank-0 checkpoint on node0 is not a hang on node1)
 
 Exit codes: the command's own exit code (128+N when signal N ended it); 3 when wattwatch killed it
 for a hang; 2 when the command cannot start, or bad flags.)");
