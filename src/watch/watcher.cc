@@ -599,10 +599,22 @@ Status Watcher::Run(std::atomic<int>* pending_signal) {
     engine_.Finish();
     FlushStateEvents(last_tick_ms_ == INT64_MIN ? 0 : last_tick_ms_, true);
   }
-  // In run mode after a hang kill, wait for the job to go before reporting.
+  // In run mode after a hang kill, wait for the job to go before reporting; but not forever: a
+  // process stuck in the driver (uninterruptible sleep) may outlive even SIGKILL.
   if (o_.child && summary_.killed_for_hang && !summary_.child_exit_code) {
-    while (!o_.child->Poll()) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    const auto give_up =
+        std::chrono::steady_clock::now() + std::chrono::milliseconds(static_cast<int64_t>(
+                                               (o_.diag_timeout_s + o_.kill_grace_s + 60) * 1000));
+    while (!o_.child->Poll() && std::chrono::steady_clock::now() < give_up) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
     summary_.child_exit_code = o_.child->Poll();
+    if (!summary_.child_exit_code) {
+      spdlog::error(
+          "the job (pid {}) survived SIGKILL for 60 s (stuck in the kernel or driver?); "
+          "exiting 3 without it",
+          o_.child->pid());
+    }
   }
   summary_.hangs = engine_.hang_episodes();
   summary_.tick_lateness_p50_ms = Percentile(lateness_ms_, 0.50);
