@@ -120,6 +120,7 @@ Watcher::Watcher(TelemetrySource* source, nvml::NvmlSource* nvml, Clock* clock,
           [this] {
             triage::TriageOptions t = o_.triage;
             t.auto_confirm = false;
+            t.hang_confirm_s = o_.policy.confirm_s;  // only for the notes on an unconfirmed end
             return t;
           }(),
           this),
