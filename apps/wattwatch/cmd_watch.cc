@@ -12,6 +12,7 @@
 #include "commands.h"
 #include "core/clock.h"
 #include "core/exit_codes.h"
+#include "core/host.h"
 #include "telemetry/source_spec.h"
 #include "watch/child.h"
 #include "watch/probes.h"
@@ -66,12 +67,6 @@ std::string DefaultJobId() {
     if (v && *v) return v;
   }
   return "";
-}
-
-std::string HostName() {
-  char buf[256] = {};
-  if (::gethostname(buf, sizeof buf - 1) != 0) return "localhost";
-  return buf;
 }
 
 int RunWatch(const WatchFlags& f, bool run_mode) {
@@ -132,7 +127,7 @@ int RunWatch(const WatchFlags& f, bool run_mode) {
   o.probe_interval_ms = f.probe_interval_ms;
   o.linger = f.linger;
   const auto& hosts = opened->source->hosts();
-  o.identity.host = !f.host.empty() ? f.host : hosts.size() == 1 ? hosts[0] : HostName();
+  o.identity.host = !f.host.empty() ? f.host : hosts.size() == 1 ? hosts[0] : LocalHostName();
   o.identity.job_id = !f.job_id.empty() ? f.job_id : DefaultJobId();
   o.identity.version = WATTWATCH_VERSION;
   o.triage.max_checkpoint_s = f.max_checkpoint_s;
@@ -192,9 +187,8 @@ int RunWatch(const WatchFlags& f, bool run_mode) {
   const watch::WatchSummary& sum = watcher.summary();
   if (f.json) std::cout << sum.ToJson(watcher.hosts()).dump(2) << "\n";
   spdlog::info(
-      "{} ticks, {} samples, {} dropped; tick lateness p50 {:.3f} ms, "
-      "p99 {:.3f} ms, "
-      "max {:.3f} ms; {} hang(s)",
+      "{} ticks, {} samples, {} dropped; tick lateness p50 {:.3f} ms, p99 {:.3f} ms, max {:.3f} "
+      "ms; {} hang(s)",
       sum.ticks, sum.samples, sum.samples_dropped, sum.tick_lateness_p50_ms,
       sum.tick_lateness_p99_ms, sum.tick_lateness_max_ms, sum.hangs.size());
   if (!st.ok()) {
@@ -218,24 +212,20 @@ void AddCommonFlags(CLI::App* cmd, WatchFlags* f, bool run_mode) {
   cmd->add_option("--nvml-lib", f->nvml_lib,
                   "path of libnvidia-ml.so.1 (else $WATTWATCH_NVML_LIB)");
   cmd->add_option("--listen", f->listen,
-                  "HOST:PORT for /metrics, /state, /healthz (default "
-                  "127.0.0.1:9400; port 0: any "
+                  "HOST:PORT for /metrics, /state, /healthz (default 127.0.0.1:9400; port 0: any "
                   "free port; 'none': no endpoint)");
   cmd->add_option("--ready-file", f->ready_file,
-                  "write the bound HOST:PORT here once /metrics serves (for "
-                  "scripts and tests)");
+                  "write the bound HOST:PORT here once /metrics serves (for scripts and tests)");
   cmd->add_option("--host", f->host, "host label (default: the log's host, or this host's name)");
-  cmd->add_option("--job-id", f->job_id,
-                  "job_id label on every metric (default $SLURM_JOB_ID, else "
-                  "$TORCHELASTIC_RUN_ID)");
+  cmd->add_option(
+      "--job-id", f->job_id,
+      "job_id label on every metric (default $SLURM_JOB_ID, else $TORCHELASTIC_RUN_ID)");
   cmd->add_flag("--linger", f->linger,
                 "replay/sim: keep serving /metrics after the source ends, until SIGTERM");
   cmd->add_option("--events", f->events,
-                  "append one JSON line per state change, hang and action to "
-                  "FILE (fsync'd)");
+                  "append one JSON line per state change, hang and action to FILE (fsync'd)");
   cmd->add_option("--progress-log", f->progress_log,
-                  "training log to follow (across rotation and truncation); a "
-                  "new line matching "
+                  "training log to follow (across rotation and truncation); a new line matching "
                   "--progress-regex is progress");
   cmd->add_option("--progress-regex", f->progress_regex,
                   "PCRE2 pattern for progress lines (default '.': any line)");
@@ -247,38 +237,32 @@ void AddCommonFlags(CLI::App* cmd, WatchFlags* f, bool run_mode) {
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
       ->allow_extra_args(false);
   if (!run_mode) {
-    cmd->add_option("--pid", f->pid,
-                    "the job's process: its tree's storage reads/writes are "
-                    "progress (writes: a "
-                    "checkpoint)");
+    cmd->add_option(
+        "--pid", f->pid,
+        "the job's process: its tree's storage reads/writes are progress (writes: a checkpoint)");
   }
   cmd->add_option("--confirm-s", f->confirm_s,
                   "declare a hang after this much spin with no progress (default 60)")
       ->check(CLI::Range(1.0, 86400.0));
-  cmd->add_option("--confirm-proc-s", f->confirm_proc_s,
-                  "... or this much when the job's processes are watched and "
-                  "nothing moves "
-                  "(default 30)")
+  cmd->add_option(
+         "--confirm-proc-s", f->confirm_proc_s,
+         "... or this much when the job's processes are watched and nothing moves (default 30)")
       ->check(CLI::Range(1.0, 86400.0));
   cmd->add_option("--probe-interval-ms", f->probe_interval_ms,
                   "how often progress probes are read, in watch time (default 1000)")
       ->check(CLI::Range(int64_t{10}, int64_t{600000}));
   cmd->add_option("--cpu-progress-cores", f->cpu_progress_cores,
-                  "count the job's CPU use above this many cores as progress "
-                  "(default 0: off; a "
+                  "count the job's CPU use above this many cores as progress (default 0: off; a "
                   "rank blocked in a CUDA sync spins a core)");
-  cmd->add_option("--max-checkpoint-s", f->max_checkpoint_s,
-                  "peers waiting on a quiet rank longer than this is a hang, "
-                  "not a checkpoint "
-                  "(default 1800)");
+  cmd->add_option(
+      "--max-checkpoint-s", f->max_checkpoint_s,
+      "peers waiting on a quiet rank longer than this is a hang, not a checkpoint (default 1800)");
   cmd->add_option("--event-min-state-s", f->event_min_state_s,
-                  "write a state_change event once the new state lasted this "
-                  "long (default 5)");
+                  "write a state_change event once the new state lasted this long (default 5)");
   cmd->add_option("--webhook", f->webhook, "POST the hang as JSON to this http(s) URL");
   cmd->add_option("--webhook-timeout-s", f->webhook_timeout_s, "webhook timeout (default 5)");
   cmd->add_option("--hook", f->hook,
-                  "run this program on a hang (no shell; details in "
-                  "WATTWATCH_* variables)");
+                  "run this program on a hang (no shell; details in WATTWATCH_* variables)");
   cmd->add_option("--hook-arg", f->hook_args, "an argument for --hook (repeat for more)")
       ->expected(1)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
@@ -295,13 +279,10 @@ void AddWatchCommands(CLI::App& app, int* exit_code) {
   auto wf = std::make_shared<WatchFlags>();
   CLI::App* watch =
       app.add_subcommand("watch",
-                         "The external watcher: samples this host's GPUs (or replays "
-                         "logs), tells compute, "
-                         "communication, data starvation, checkpoints, hangs and idle "
-                         "apart online, confirms hangs "
-                         "with progress signals, exports Prometheus metrics, and alerts. "
-                         "No change to the training "
-                         "script.");
+                         "The external watcher: samples this host's GPUs (or replays logs), tells "
+                         "compute, communication, data starvation, checkpoints, hangs and idle "
+                         "apart online, confirms hangs with progress signals, exports Prometheus "
+                         "metrics, and alerts. No change to the training script.");
   AddCommonFlags(watch, wf.get(), false);
   watch->add_flag("--fail-on-hang", wf->fail_on_hang, "exit 3 at the end if a hang was confirmed");
   watch->footer(std::string("Sources:\n") + SourceSpecHelp() + R"(
@@ -325,21 +306,17 @@ the port in use; 3 with --fail-on-hang when a hang was confirmed.)");
   watch->callback([wf, exit_code] { *exit_code = RunWatch(*wf, false); });
 
   auto rf = std::make_shared<WatchFlags>();
-  CLI::App* run =
-      app.add_subcommand("run",
-                         "Launches a training command and watches it: on a confirmed hang "
-                         "it runs the actions, "
-                         "takes diagnostics (py-spy dump, or --diag-signal), sends SIGTERM "
-                         "to the job's process "
-                         "group, SIGKILL after --kill-grace-s, and exits 3 so a scheduler "
-                         "or torchrun restarts it.");
+  CLI::App* run = app.add_subcommand(
+      "run",
+      "Launches a training command and watches it: on a confirmed hang it runs the actions, takes "
+      "diagnostics (py-spy dump, or --diag-signal), sends SIGTERM to the job's process group, "
+      "SIGKILL after --kill-grace-s, and exits 3 so a scheduler or torchrun restarts it.");
   AddCommonFlags(run, rf.get(), true);
   run->add_option("--kill-grace-s", rf->kill_grace_s,
                   "seconds between SIGTERM and SIGKILL (default 30)")
       ->check(CLI::Range(0.0, 3600.0));
   run->add_option("--diag-signal", rf->diag_signal,
-                  "when py-spy is not installed, send this signal first (e.g. "
-                  "USR1 for a job that "
+                  "when py-spy is not installed, send this signal first (e.g. USR1 for a job that "
                   "registered faulthandler on it; default none)");
   run->add_option("--diag-output", rf->diag_output, "write py-spy's dump here (default stderr)");
   run->add_option("command", rf->command, "the command and its arguments, after --")

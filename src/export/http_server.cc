@@ -10,10 +10,8 @@ namespace ww::exporter {
 Status ParseListenAddress(const std::string& listen, std::string* host, int* port) {
   const size_t colon = listen.rfind(':');
   if (colon == std::string::npos || colon == 0 || colon + 1 == listen.size()) {
-    return Status::InvalidInput(
-        fmt::format("--listen '{}': expected HOST:PORT, e.g. 127.0.0.1:9400 or "
-                    "0.0.0.0:9400",
-                    listen));
+    return Status::InvalidInput(fmt::format(
+        "--listen '{}': expected HOST:PORT, e.g. 127.0.0.1:9400 or 0.0.0.0:9400", listen));
   }
   std::string h = listen.substr(0, colon);
   if (h.size() >= 2 && h.front() == '[' && h.back() == ']') h = h.substr(1, h.size() - 2);
@@ -67,10 +65,8 @@ Result<std::string> MetricsServer::Start(const std::string& listen) {
   }
   if (bound <= 0) {
     server_.reset();
-    return Status::Unavailable(
-        fmt::format("--listen {}: cannot bind (address in use, or not an "
-                    "address of this host)",
-                    listen));
+    return Status::Unavailable(fmt::format(
+        "--listen {}: cannot bind (address in use, or not an address of this host)", listen));
   }
   httplib::Server* srv = server_.get();
   thread_ = std::thread([srv] { srv->listen_after_bind(); });

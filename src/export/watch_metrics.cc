@@ -67,9 +67,8 @@ std::string WatchMetrics::Render() const {
   for (const auto& [key, g] : gpus_) gpus.push_back({&g, {GpuHost(key), std::to_string(key.gpu)}});
 
   w.Family("wattwatch_gpu_state", "gauge",
-           "1 for the GPU's current state (idle, compute, communication, "
-           "data_starved, "
-           "checkpoint, hang), 0 for the others");
+           "1 for the GPU's current state (idle, compute, communication, data_starved, checkpoint, "
+           "hang), 0 for the others");
   for (const auto& [g, l] : gpus) {
     if (!g->state) continue;
     for (int s = 0; s < kNumGpuStates; ++s) {
@@ -86,10 +85,9 @@ std::string WatchMetrics::Render() const {
                {{"host", l.host}, {"job_id", id_.job_id}, {"gpu", l.gpu}}, *g->power_w);
     }
   }
-  w.Family("wattwatch_gpu_utilization_ratio", "gauge",
-           "GPU utilization of the last sample, 0..1 (reads 1 while NCCL "
-           "spins: not a health "
-           "signal)");
+  w.Family(
+      "wattwatch_gpu_utilization_ratio", "gauge",
+      "GPU utilization of the last sample, 0..1 (reads 1 while NCCL spins: not a health signal)");
   for (const auto& [g, l] : gpus) {
     if (g->util_ratio) {
       w.Sample("wattwatch_gpu_utilization_ratio",
@@ -97,9 +95,8 @@ std::string WatchMetrics::Render() const {
     }
   }
   w.Family("wattwatch_gpu_state_seconds_total", "counter",
-           "Seconds each GPU spent in each state, from the final labels (a few "
-           "seconds behind "
-           "the live state; a hang is counted from when the job stopped)");
+           "Seconds each GPU spent in each state, from the final labels (a few seconds behind the "
+           "live state; a hang is counted from when the job stopped)");
   for (const auto& [g, l] : gpus) {
     for (int s = 0; s < kNumGpuStates; ++s) {
       w.Sample("wattwatch_gpu_state_seconds_total",
@@ -125,8 +122,7 @@ std::string WatchMetrics::Render() const {
            "How late each sampling tick started against its schedule");
   tick_lateness_.Write(w, "wattwatch_tick_lateness_seconds", self);
   w.Family("wattwatch_samples_dropped_total", "counter",
-           "GPU-samples not taken: stale or lost GPUs, failed reads, ticks "
-           "skipped when behind");
+           "GPU-samples not taken: stale or lost GPUs, failed reads, ticks skipped when behind");
   w.Sample("wattwatch_samples_dropped_total", self, static_cast<double>(dropped_));
   w.Family("wattwatch_last_sample_timestamp_seconds", "gauge",
            "Unix time of the last successful sample");

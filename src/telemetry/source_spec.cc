@@ -55,19 +55,15 @@ Result<OpenedSource> OpenSourceSpec(const std::string& spec, const SourceSpecOpt
     out.source = sim::MakeSimSource(std::move(*cfg));
     return out;
   }
-  return Status::InvalidInput(
-      fmt::format("--source: unknown source '{}' (expected nvml, "
-                  "replay:FILE[,FILE...] or sim:SCENARIO)",
-                  spec));
+  return Status::InvalidInput(fmt::format(
+      "--source: unknown source '{}' (expected nvml, replay:FILE[,FILE...] or sim:SCENARIO)",
+      spec));
 }
 
 const char* SourceSpecHelp() {
-  return "  nvml                      this host's GPUs, read live every "
-         "--interval-ms\n"
-         "  replay:FILE[,FILE...]     nvidia-smi logs (one per host), replayed "
-         "at --speed\n"
-         "  sim:SCENARIO              a simulated job (healthy, hang-spin, "
-         "checkpoint-rank0, ...)\n";
+  return "  nvml                      this host's GPUs, read live every --interval-ms\n  "
+         "replay:FILE[,FILE...]     nvidia-smi logs (one per host), replayed at --speed\n  "
+         "sim:SCENARIO              a simulated job (healthy, hang-spin, checkpoint-rank0, ...)\n";
 }
 
 }  // namespace ww

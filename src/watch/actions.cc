@@ -1,18 +1,15 @@
 #include "watch/actions.h"
 
-#include <fcntl.h>
 #include <fmt/format.h>
 #include <httplib.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstring>
 
-extern char** environ;
+#include "watch/child.h"
 
 namespace ww::watch {
 namespace {
@@ -70,59 +67,20 @@ std::string FindOnPath(const std::string& name) {
 Result<int> RunCommand(const std::vector<std::string>& argv,
                        const std::vector<std::string>& extra_env, double timeout_s,
                        const std::string& output_path) {
-  if (argv.empty()) return Status::InvalidInput("empty command");
-  std::vector<char*> args;
-  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  std::vector<std::string> env_store;
-  for (char** e = environ; e && *e; ++e) env_store.emplace_back(*e);
-  env_store.insert(env_store.end(), extra_env.begin(), extra_env.end());
-  std::vector<char*> envp;
-  for (std::string& e : env_store) envp.push_back(e.data());
-  envp.push_back(nullptr);
-
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  if (!output_path.empty()) {
-    posix_spawn_file_actions_addopen(&fa, STDOUT_FILENO, output_path.c_str(),
-                                     O_WRONLY | O_CREAT | O_APPEND, 0644);
-    posix_spawn_file_actions_adddup2(&fa, STDOUT_FILENO, STDERR_FILENO);
-  }
-  posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
-  posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
-  sigset_t none, defaults;
-  sigemptyset(&none);
-  sigemptyset(&defaults);
-  sigaddset(&defaults, SIGINT);
-  sigaddset(&defaults, SIGTERM);
-  sigaddset(&defaults, SIGPIPE);
-  sigaddset(&defaults, SIGHUP);
-  posix_spawnattr_setsigmask(&attr, &none);
-  posix_spawnattr_setsigdefault(&attr, &defaults);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-  pid_t pid = 0;
-  const int rc = posix_spawnp(&pid, args[0], &fa, &attr, args.data(), envp.data());
-  posix_spawn_file_actions_destroy(&fa);
-  posix_spawnattr_destroy(&attr);
-  if (rc != 0) {
-    return Status::Unavailable(fmt::format("cannot run '{}': {}", argv[0], std::strerror(rc)));
-  }
+  SpawnOptions options;
+  options.own_process_group = false;
+  options.extra_env = extra_env;
+  options.output_path = output_path;
+  options.stdin_null = true;
+  auto child = ChildProcess::Spawn(argv, options);
+  if (!child.ok()) return child.status();
   const auto deadline = std::chrono::steady_clock::now() +
                         std::chrono::milliseconds(static_cast<int64_t>(timeout_s * 1000));
   for (;;) {
-    int status = 0;
-    const pid_t r = ::waitpid(pid, &status, WNOHANG);
-    if (r == pid) {
-      if (WIFEXITED(status)) return WEXITSTATUS(status);
-      if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
-      continue;
-    }
-    if (r < 0 && errno != EINTR)
-      return Status::Internal(fmt::format("waitpid: {}", std::strerror(errno)));
+    if (auto rc = (*child)->Poll()) return *rc;
     if (std::chrono::steady_clock::now() >= deadline) {
-      ::kill(pid, SIGKILL);
-      ::waitpid(pid, &status, 0);
+      (*child)->Signal(SIGKILL);
+      while (!(*child)->Poll()) std::this_thread::sleep_for(std::chrono::milliseconds(5));
       return Status::DeadlineExceeded(
           fmt::format("'{}' did not finish within {:.0f} s; killed", argv[0], timeout_s));
     }

@@ -1,5 +1,6 @@
 #include "watch/child.h"
 
+#include <fcntl.h>
 #include <fmt/format.h>
 #include <signal.h>
 #include <spawn.h>
@@ -14,11 +15,32 @@ extern char** environ;
 
 namespace ww::watch {
 
-Result<std::unique_ptr<ChildProcess>> ChildProcess::Spawn(const std::vector<std::string>& argv) {
-  if (argv.empty()) return Status::InvalidInput("run: no command after --");
+Result<std::unique_ptr<ChildProcess>> ChildProcess::Spawn(const std::vector<std::string>& argv,
+                                                          const SpawnOptions& options) {
+  if (argv.empty()) return Status::InvalidInput("no command given");
   std::vector<char*> args;
   for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
+  char** envp = environ;
+  std::vector<std::string> env_store;
+  std::vector<char*> env_ptrs;
+  if (!options.extra_env.empty()) {
+    for (char** e = environ; e && *e; ++e) env_store.emplace_back(*e);
+    env_store.insert(env_store.end(), options.extra_env.begin(), options.extra_env.end());
+    for (std::string& e : env_store) env_ptrs.push_back(e.data());
+    env_ptrs.push_back(nullptr);
+    envp = env_ptrs.data();
+  }
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  if (!options.output_path.empty()) {
+    posix_spawn_file_actions_addopen(&fa, STDOUT_FILENO, options.output_path.c_str(),
+                                     O_WRONLY | O_CREAT | O_APPEND, 0644);
+    posix_spawn_file_actions_adddup2(&fa, STDOUT_FILENO, STDERR_FILENO);
+  }
+  if (options.stdin_null) {
+    posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+  }
   posix_spawnattr_t attr;
   posix_spawnattr_init(&attr);
   sigset_t none, defaults;
@@ -26,15 +48,18 @@ Result<std::unique_ptr<ChildProcess>> ChildProcess::Spawn(const std::vector<std:
   sigfillset(&defaults);
   posix_spawnattr_setsigmask(&attr, &none);
   posix_spawnattr_setsigdefault(&attr, &defaults);
-  posix_spawnattr_setpgroup(&attr, 0);
-  posix_spawnattr_setflags(&attr,
-                           POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETPGROUP);
+  short flags = POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF;
+  if (options.own_process_group) {
+    posix_spawnattr_setpgroup(&attr, 0);
+    flags |= POSIX_SPAWN_SETPGROUP;
+  }
+  posix_spawnattr_setflags(&attr, flags);
   pid_t pid = 0;
-  const int rc = posix_spawnp(&pid, args[0], nullptr, &attr, args.data(), environ);
+  const int rc = posix_spawnp(&pid, args[0], &fa, &attr, args.data(), envp);
+  posix_spawn_file_actions_destroy(&fa);
   posix_spawnattr_destroy(&attr);
   if (rc != 0) {
-    return Status::InvalidInput(
-        fmt::format("run: cannot start '{}': {}", argv[0], std::strerror(rc)));
+    return Status::InvalidInput(fmt::format("cannot start '{}': {}", argv[0], std::strerror(rc)));
   }
   return std::unique_ptr<ChildProcess>(new ChildProcess(pid));
 }

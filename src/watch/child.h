@@ -18,11 +18,19 @@
 
 namespace ww::watch {
 
+struct SpawnOptions {
+  bool own_process_group = true;       // the job (run mode); false for a hook or py-spy
+  std::vector<std::string> extra_env;  // NAME=VALUE, added to the watcher's environment
+  std::string output_path;             // non-empty: stdout and stderr appended there
+  bool stdin_null = false;             // stdin from /dev/null instead of the watcher's
+};
+
 class ChildProcess {
  public:
-  // Starts argv[0] (PATH lookup, no shell) with the watcher's environment and
-  // stdio.
-  static Result<std::unique_ptr<ChildProcess>> Spawn(const std::vector<std::string>& argv);
+  // Starts argv[0] (PATH lookup, no shell) with the watcher's environment and stdio, every
+  // signal at its default disposition and none blocked. kInvalidInput names the command.
+  static Result<std::unique_ptr<ChildProcess>> Spawn(const std::vector<std::string>& argv,
+                                                     const SpawnOptions& options = {});
   ~ChildProcess();
 
   pid_t pid() const { return pid_; }

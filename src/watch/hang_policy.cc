@@ -55,8 +55,7 @@ HangDecision DecideHang(int64_t now_ms, std::optional<int64_t> candidate_start_m
   }
   if (probes.empty()) {
     d.reasons.push_back(
-        fmt::format("no progress probe configured: confirmed on GPU telemetry alone after "
-                    "{:.0f} s "
+        fmt::format("no progress probe configured: confirmed on GPU telemetry alone after {:.0f} s "
                     "(--progress-log, --heartbeat or --pid make this faster and surer)",
                     d.needed_s));
   } else if (process_watched) {

@@ -612,8 +612,8 @@ Status Watcher::Run(std::atomic<int>* pending_signal) {
     summary_.child_exit_code = o_.child->Poll();
     if (!summary_.child_exit_code) {
       spdlog::error(
-          "the job (pid {}) survived SIGKILL for 60 s (stuck in the kernel or driver?); "
-          "exiting 3 without it",
+          "the job (pid {}) survived SIGKILL for 60 s (stuck in the kernel or driver?); exiting 3 "
+          "without it",
           o_.child->pid());
     }
   }

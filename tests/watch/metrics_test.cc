@@ -38,9 +38,9 @@ TEST(PromText, LabelValuesAreEscapedAndEmptyOnesDropped) {
   exposition::TextWriter w;
   w.Family("m", "gauge", "help with \\ and\nnewline");
   w.Sample("m", {{"host", "a\"b\\c\nd"}, {"job_id", ""}}, 1);
-  EXPECT_EQ(w.text(),
-            "# HELP m help with \\\\ and\\nnewline\n# TYPE m gauge\n"
-            "m{host=\"a\\\"b\\\\c\\nd\"} 1\n");
+  EXPECT_EQ(
+      w.text(),
+      "# HELP m help with \\\\ and\\nnewline\n# TYPE m gauge\nm{host=\"a\\\"b\\\\c\\nd\"} 1\n");
 }
 
 TEST(PromText, HistogramIsCumulative) {
@@ -88,39 +88,40 @@ WatchMetrics Populated() {
 
 TEST(WatchMetrics, ExportsTheContract) {
   const std::string t = Populated().Render();
-  EXPECT_THAT(t, HasSubstr("wattwatch_gpu_state{host=\"node7\",job_id=\"job-"
-                           "42\",gpu=\"3\",state="
-                           "\"compute\"} 1\n"));
-  EXPECT_THAT(t, HasSubstr("wattwatch_gpu_state{host=\"node7\",job_id=\"job-"
-                           "42\",gpu=\"3\",state="
-                           "\"hang\"} 0\n"));
-  EXPECT_THAT(t, HasSubstr("wattwatch_gpu_power_watts{host=\"node7\",job_id="
-                           "\"job-42\",gpu=\"3\"} "
-                           "612.5\n"));
-  EXPECT_THAT(t, HasSubstr("wattwatch_gpu_utilization_ratio{host=\"node7\",job_"
-                           "id=\"job-42\",gpu="
-                           "\"3\"} 1\n"));
+  EXPECT_THAT(
+      t,
+      HasSubstr(
+          "wattwatch_gpu_state{host=\"node7\",job_id=\"job-42\",gpu=\"3\",state=\"compute\"} 1\n"));
+  EXPECT_THAT(
+      t, HasSubstr(
+             "wattwatch_gpu_state{host=\"node7\",job_id=\"job-42\",gpu=\"3\",state=\"hang\"} 0\n"));
+  EXPECT_THAT(
+      t,
+      HasSubstr("wattwatch_gpu_power_watts{host=\"node7\",job_id=\"job-42\",gpu=\"3\"} 612.5\n"));
+  EXPECT_THAT(
+      t,
+      HasSubstr("wattwatch_gpu_utilization_ratio{host=\"node7\",job_id=\"job-42\",gpu=\"3\"} 1\n"));
   // Absent readings are absent series, never 0.
-  EXPECT_THAT(t, Not(HasSubstr("wattwatch_gpu_power_watts{host=\"node7\",job_"
-                               "id=\"job-42\",gpu=\"4\"}")));
-  EXPECT_THAT(t, HasSubstr("wattwatch_gpu_state_seconds_total{host=\"node7\",job_id=\"job-42\","
-                           "gpu=\"3\",state=\"compute\"} 0.1\n"));
+  EXPECT_THAT(
+      t, Not(HasSubstr("wattwatch_gpu_power_watts{host=\"node7\",job_id=\"job-42\",gpu=\"4\"}")));
+  EXPECT_THAT(t, HasSubstr("wattwatch_gpu_state_seconds_total{host=\"node7\",job_id=\"job-42\",gpu="
+                           "\"3\",state=\"compute\"} 0.1\n"));
   // A label covers the time since the GPU's previous one.
-  EXPECT_THAT(t, HasSubstr("wattwatch_gpu_state_seconds_total{host=\"node7\",job_id=\"job-42\","
-                           "gpu=\"3\",state=\"communication\"} 0.1\n"));
-  EXPECT_THAT(t, HasSubstr("wattwatch_gpu_state_seconds_total{host=\"node7\",job_id=\"job-42\","
-                           "gpu=\"3\",state=\"idle\"} 0\n"));
+  EXPECT_THAT(t, HasSubstr("wattwatch_gpu_state_seconds_total{host=\"node7\",job_id=\"job-42\",gpu="
+                           "\"3\",state=\"communication\"} 0.1\n"));
+  EXPECT_THAT(t, HasSubstr("wattwatch_gpu_state_seconds_total{host=\"node7\",job_id=\"job-42\",gpu="
+                           "\"3\",state=\"idle\"} 0\n"));
   EXPECT_THAT(t, HasSubstr("wattwatch_hang_active{host=\"node7\",job_id=\"job-42\"} 1\n"));
   EXPECT_THAT(t, HasSubstr("wattwatch_hang_seconds{host=\"node7\",job_id=\"job-42\"} 75\n"));
-  EXPECT_THAT(t, HasSubstr("wattwatch_wasted_gpu_seconds_total{host=\"node7\","
-                           "job_id=\"job-42\"} "
-                           "300\n"));
-  EXPECT_THAT(t, HasSubstr("wattwatch_samples_dropped_total{host=\"node7\",job_"
-                           "id=\"job-42\"} 2\n"));
-  EXPECT_THAT(t, HasSubstr("wattwatch_last_sample_timestamp_seconds{host=\"node7\",job_id="
-                           "\"job-42\"} 1700000000.5\n"));
-  EXPECT_THAT(t, HasSubstr("wattwatch_sample_duration_seconds_count{host=\"node7\",job_id="
-                           "\"job-42\"} 1\n"));
+  EXPECT_THAT(
+      t, HasSubstr("wattwatch_wasted_gpu_seconds_total{host=\"node7\",job_id=\"job-42\"} 300\n"));
+  EXPECT_THAT(t,
+              HasSubstr("wattwatch_samples_dropped_total{host=\"node7\",job_id=\"job-42\"} 2\n"));
+  EXPECT_THAT(t, HasSubstr("wattwatch_last_sample_timestamp_seconds{host=\"node7\",job_id=\"job-"
+                           "42\"} 1700000000.5\n"));
+  EXPECT_THAT(
+      t,
+      HasSubstr("wattwatch_sample_duration_seconds_count{host=\"node7\",job_id=\"job-42\"} 1\n"));
   EXPECT_THAT(
       t, HasSubstr("wattwatch_build_info{host=\"node7\",job_id=\"job-42\",version=\"0.1.0\"} 1\n"));
 }

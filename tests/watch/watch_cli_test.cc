@@ -165,8 +165,7 @@ TEST_F(WatchCliTest, RunDoesNotKillAJobThatCheckpoints) {
   const auto events = dir_ / "ev.jsonl";
   const std::string job =
       "i=0; while [ $i -lt 45 ]; do dd if=/dev/zero of=" + (dir_ / "ckpt.bin").string() +
-      " bs=1M count=2 conv=fsync 2>/dev/null; sleep 0.2; "
-      "i=$((i+1)); done; exit 0";
+      " bs=1M count=2 conv=fsync 2>/dev/null; sleep 0.2; i=$((i+1)); done; exit 0";
   const int rc = Run({"run", "--source", "replay:" + log, "--speed", "50", "--listen", "none",
                       "--events", events.string(), "--", "sh", "-c", job});
   const auto ev = ReadEvents(events);
@@ -345,10 +344,9 @@ TEST_F(WatchCliTest, NoNvmlIsOneClearMessageAndExitTwo) {
 
 TEST_F(WatchCliTest, LiveNvmlGoesOnThroughABlockedCall) {
   const auto script = dir_ / "gpus.script";
-  std::ofstream(script) << "gpus 2\n"
-                           "gpu * name \"NVIDIA H100 80GB HBM3\" arch hopper\n"
-                           "set * power_mw 650000\nset * util_gpu 100\n"
-                           "at 800 block 1 nvmlDeviceGetPowerUsage 2\n";
+  std::ofstream(script)
+      << "gpus 2\ngpu * name \"NVIDIA H100 80GB HBM3\" arch hopper\nset * power_mw 650000\nset * "
+         "util_gpu 100\nat 800 block 1 nvmlDeviceGetPowerUsage 2\n";
   const pid_t pid =
       Spawn({"watch", "--source", "nvml", "--interval-ms", "100", "--listen", "127.0.0.1:0",
              "--ready-file", (dir_ / "addr").string(), "--json"},

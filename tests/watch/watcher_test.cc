@@ -251,8 +251,9 @@ TEST_F(WatcherTest, HttpEndpointsServeMetricsStateAndHealth) {
   EXPECT_THAT(m->body, HasSubstr("wattwatch_gpu_state{host=\"nodeX\",job_id=\"job-9\",gpu=\"0\""));
   EXPECT_THAT(m->body, HasSubstr("state=\"hang\"}"));
   // The hang-exit job wasted GPU-seconds, and its labels counted hang time.
-  EXPECT_THAT(m->body, ::testing::Not(HasSubstr("wattwatch_wasted_gpu_seconds_total{host=\"nodeX\","
-                                                "job_id=\"job-9\"} 0\n")));
+  EXPECT_THAT(m->body,
+              ::testing::Not(HasSubstr(
+                  "wattwatch_wasted_gpu_seconds_total{host=\"nodeX\",job_id=\"job-9\"} 0\n")));
   auto h = c.Get("/healthz");
   ASSERT_TRUE(h);
   EXPECT_EQ(h->status, 200);

@@ -14,6 +14,8 @@
 
 #include <fmt/format.h>
 
+#include "core/host.h"
+
 namespace ww::nvml {
 
 const char* NvmlFieldName(NvmlField field) {
@@ -680,12 +682,6 @@ std::optional<double> CounterRate(std::optional<CounterRead>& prev,
   return rate;
 }
 
-std::string DefaultHostname() {
-  char buf[256] = {};
-  if (gethostname(buf, sizeof(buf) - 1) != 0 || buf[0] == '\0') return "localhost";
-  return buf;
-}
-
 }  // namespace
 
 struct NvmlSource::Impl {
@@ -839,7 +835,7 @@ Result<std::unique_ptr<NvmlSource>> NvmlSource::Open(const NvmlSourceOptions& op
   impl->lib = boot->lib;
   impl->clock = options.clock != nullptr ? options.clock : SystemClock();
   impl->deadline_ns = std::max<int64_t>(1, options.call_deadline_ms) * 1'000'000;
-  impl->hosts = {options.hostname.empty() ? DefaultHostname() : options.hostname};
+  impl->hosts = {options.hostname.empty() ? LocalHostName() : options.hostname};
   impl->driver_version = boot->driver_version;
   for (std::string& e : boot->handle_errors) impl->Warn(std::move(e));
   const size_t count = boot->devices.size();
