@@ -21,12 +21,15 @@ struct Corpora {
   TempDir dir;
   Corpora() {
     std::vector<uint32_t> lengths(200000);
-    for (size_t i = 0; i < lengths.size(); ++i) lengths[i] = 20 + static_cast<uint32_t>((i * 2654435761u) % 60);
+    for (size_t i = 0; i < lengths.size(); ++i)
+      lengths[i] = 20 + static_cast<uint32_t>((i * 2654435761u) % 60);
     WriteMegatron(dir / "m", lengths, 8);
     std::vector<int64_t> lens(1000000);
-    for (size_t i = 0; i < lens.size(); ++i) lens[i] = 20 + static_cast<int64_t>((i * 2654435761u) % 4000);
+    for (size_t i = 0; i < lens.size(); ++i)
+      lens[i] = 20 + static_cast<int64_t>((i * 2654435761u) % 4000);
     WriteFile(dir / "lengths.npy", NpyBytes<int64_t>("<i8", {lens.size()}, lens));
-    WriteFile(dir / "c.jsonl", JsonlBytes(std::vector<uint32_t>(lengths.begin(), lengths.begin() + 20000), 151936));
+    WriteFile(dir / "c.jsonl",
+              JsonlBytes(std::vector<uint32_t>(lengths.begin(), lengths.begin() + 20000), 151936));
     std::vector<std::vector<uint32_t>> batches(20);
     for (size_t i = 0; i < lengths.size(); ++i) batches[i % 20].push_back(lengths[i]);
     WriteFile(dir / "c.arrow", ArrowStreamBytes(batches));
@@ -54,7 +57,8 @@ void BM_Reader(benchmark::State& state, DataFormat format, const char* name) {
     samples += lengths.size();
   }
   state.SetBytesProcessed(static_cast<int64_t>(bytes));
-  state.counters["samples_per_second"] = benchmark::Counter(static_cast<double>(samples), benchmark::Counter::kIsRate);
+  state.counters["samples_per_second"] =
+      benchmark::Counter(static_cast<double>(samples), benchmark::Counter::kIsRate);
 }
 
 // Reference: sequential 4 MiB preads of the first `bytes` of the file the reader reads most.
@@ -75,7 +79,8 @@ void BM_RawRead(benchmark::State& state, const char* name) {
 
 BENCHMARK_CAPTURE(BM_Reader, megatron, DataFormat::kMegatron, "m")->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_RawRead, megatron_idx, "m.idx")->Unit(benchmark::kMillisecond);
-BENCHMARK_CAPTURE(BM_Reader, npy_lengths, DataFormat::kNpy, "lengths.npy")->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Reader, npy_lengths, DataFormat::kNpy, "lengths.npy")
+    ->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_RawRead, npy_lengths, "lengths.npy")->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_Reader, jsonl, DataFormat::kJsonl, "c.jsonl")->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_RawRead, jsonl, "c.jsonl")->Unit(benchmark::kMillisecond);

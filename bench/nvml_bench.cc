@@ -19,7 +19,8 @@ constexpr int kGpus = 8;
 double ProcessCpuUs() {
   rusage ru{};
   getrusage(RUSAGE_SELF, &ru);
-  return (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e6 + ru.ru_utime.tv_usec + ru.ru_stime.tv_usec;
+  return (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e6 + ru.ru_utime.tv_usec +
+         ru.ru_stime.tv_usec;
 }
 
 void BM_NvmlSourceTick(benchmark::State& state) {

@@ -69,13 +69,19 @@ void EncodeCorpus(benchmark::State& state, const std::string& corpus, bool cold)
 
 }  // namespace
 
-BENCHMARK_CAPTURE(EncodeCorpus, prose/cold, std::string("prose"), true)
-    ->Iterations(3)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK_CAPTURE(EncodeCorpus, prose/warm, std::string("prose"), false)
-    ->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK_CAPTURE(EncodeCorpus, code/cold, std::string("code"), true)
-    ->Iterations(3)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK_CAPTURE(EncodeCorpus, code/warm, std::string("code"), false)
-    ->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK_CAPTURE(EncodeCorpus, prose / cold, std::string("prose"), true)
+    ->Iterations(3)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK_CAPTURE(EncodeCorpus, prose / warm, std::string("prose"), false)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK_CAPTURE(EncodeCorpus, code / cold, std::string("code"), true)
+    ->Iterations(3)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK_CAPTURE(EncodeCorpus, code / warm, std::string("code"), false)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 BENCHMARK_MAIN();

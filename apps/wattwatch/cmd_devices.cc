@@ -1,8 +1,8 @@
 // `wattwatch devices`: the GPUs NVML sees, their model, power limit and supported fields.
+#include <fmt/format.h>
+
 #include <cstdio>
 #include <iostream>
-
-#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
@@ -58,9 +58,9 @@ void AddDevicesCommand(CLI::App& app, int* exit_code) {
     out["driver_version"] = src.driver_version();
     out["nvml_library"] = src.lib().path();
     out["gpus"] = nlohmann::json::array();
-    std::string text = fmt::format("host {}  driver {}  NVML {}\n", src.hosts().front(),
-                                   src.driver_version().empty() ? "?" : src.driver_version(),
-                                   src.lib().path());
+    std::string text =
+        fmt::format("host {}  driver {}  NVML {}\n", src.hosts().front(),
+                    src.driver_version().empty() ? "?" : src.driver_version(), src.lib().path());
     for (size_t i = 0; i < infos.size(); ++i) {
       const GpuSample* s = i < samples.size() ? &samples[i] : nullptr;
       std::vector<std::string> yes, no, unknown;
@@ -68,9 +68,15 @@ void AddDevicesCommand(CLI::App& app, int* exit_code) {
         const auto field = static_cast<nvml::NvmlField>(f);
         const char* name = nvml::NvmlFieldName(field);
         switch (src.support(i, field)) {
-          case nvml::Support::kSupported: yes.push_back(name); break;
-          case nvml::Support::kUnsupported: no.push_back(name); break;
-          case nvml::Support::kUnknown: unknown.push_back(name); break;
+          case nvml::Support::kSupported:
+            yes.push_back(name);
+            break;
+          case nvml::Support::kUnsupported:
+            no.push_back(name);
+            break;
+          case nvml::Support::kUnknown:
+            unknown.push_back(name);
+            break;
         }
       }
       nlohmann::ordered_json g;
@@ -92,16 +98,15 @@ void AddDevicesCommand(CLI::App& app, int* exit_code) {
       if (status[i].stale) g["stale_reason"] = status[i].stale_reason;
       out["gpus"].push_back(g);
 
-      text += fmt::format("GPU {}  {}  {}  {}  {}  power limit {}{}\n", i,
-                          infos[i].name.empty() ? "?" : infos[i].name, infos[i].uuid,
-                          infos[i].pci_bus_id,
-                          src.architecture(i).empty() ? "?" : src.architecture(i),
-                          s != nullptr && s->power_limit_w
-                              ? fmt::format("{:.2f} W", *s->power_limit_w)
-                              : std::string("[N/A]"),
-                          status[i].lost    ? "  [GPU is lost]"
-                          : status[i].stale ? "  [stale: " + status[i].stale_reason + "]"
-                                            : "");
+      text +=
+          fmt::format("GPU {}  {}  {}  {}  {}  power limit {}{}\n", i,
+                      infos[i].name.empty() ? "?" : infos[i].name, infos[i].uuid,
+                      infos[i].pci_bus_id, src.architecture(i).empty() ? "?" : src.architecture(i),
+                      s != nullptr && s->power_limit_w ? fmt::format("{:.2f} W", *s->power_limit_w)
+                                                       : std::string("[N/A]"),
+                      status[i].lost    ? "  [GPU is lost]"
+                      : status[i].stale ? "  [stale: " + status[i].stale_reason + "]"
+                                        : "");
       text += fmt::format("  supported:   {}\n", fmt::join(yes, " "));
       if (!no.empty()) text += fmt::format("  unsupported: {}\n", fmt::join(no, " "));
       if (!unknown.empty()) text += fmt::format("  unknown:     {}\n", fmt::join(unknown, " "));

@@ -1,12 +1,11 @@
 // `wattwatch record`: samples every GPU through NVML and writes an nvidia-smi-format log.
+#include <fmt/format.h>
 #include <signal.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cctype>
 #include <cstdio>
-
-#include <fmt/format.h>
 
 #include "commands.h"
 #include "core/clock.h"
@@ -109,8 +108,8 @@ void AddRecordCommand(CLI::App& app, int* exit_code) {
     nvml::NvmlSourceOptions so;
     so.library_path = opts->nvml_lib;
     so.hostname = opts->hostname;
-    so.call_deadline_ms =
-        opts->deadline_ms > 0 ? opts->deadline_ms : std::clamp<int64_t>(opts->interval_ms, 20, 1000);
+    so.call_deadline_ms = opts->deadline_ms > 0 ? opts->deadline_ms
+                                                : std::clamp<int64_t>(opts->interval_ms, 20, 1000);
     auto opened = nvml::NvmlSource::Open(so);
     if (!opened.ok()) {
       std::fprintf(stderr, "wattwatch record: %s\n", opened.status().message().c_str());
@@ -135,9 +134,8 @@ void AddRecordCommand(CLI::App& app, int* exit_code) {
     std::vector<GpuInfo> infos;
     const int64_t interval_ns = opts->interval_ms * 1'000'000;
     const int64_t start_ns = clock->NowMonotonicNs();
-    const int64_t end_ns = opts->duration_s > 0
-                               ? start_ns + static_cast<int64_t>(opts->duration_s * 1e9)
-                               : INT64_MAX;
+    const int64_t end_ns =
+        opts->duration_s > 0 ? start_ns + static_cast<int64_t>(opts->duration_s * 1e9) : INT64_MAX;
     std::vector<GpuSample> samples;
     size_t warnings_shown = 0;
     uint64_t ticks = 0;

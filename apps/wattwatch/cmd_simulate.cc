@@ -26,8 +26,8 @@ int RunSimulate(const SimulateFlags& f) {
     return kExitBadInput;
   }
   std::cerr << "simulated '" << f.scenario << "' on " << config->hosts << "x"
-            << config->gpus_per_host << " " << config->model.name << " at "
-            << config->interval_ms << " ms:";
+            << config->gpus_per_host << " " << config->model.name << " at " << config->interval_ms
+            << " ms:";
   for (const auto& p : *paths) std::cerr << " " << p;
   std::cerr << "\n";
   return kExitOk;

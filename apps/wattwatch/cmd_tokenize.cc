@@ -1,15 +1,15 @@
 // `wattwatch tokenize --tokenizer FILE INPUT.jsonl`: token counts or ids of a JSON-lines corpus,
 // exactly as training will tokenize it. Parses flags and prints; the work is in
 // src/gate/tokenizer/.
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
 #include "commands.h"
 #include "core/clock.h"
@@ -161,8 +161,7 @@ void AddTokenizeCommand(CLI::App& app, int* exit_code) {
   cmd->add_flag("--json", f->json, "with --count: print the statistics as one JSON object");
   cmd->add_flag("--add-special-tokens", f->add_special_tokens,
                 "apply the post-processor (e.g. Llama-3's <|begin_of_text|>; SentencePiece BOS)");
-  cmd->add_option("--threads", f->threads, "worker threads (default 2)")
-      ->check(CLI::Range(1, 256));
+  cmd->add_option("--threads", f->threads, "worker threads (default 2)")->check(CLI::Range(1, 256));
   cmd->callback([f, exit_code]() { *exit_code = RunTokenize(*f); });
 }
 

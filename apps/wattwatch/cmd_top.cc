@@ -48,7 +48,8 @@ int RunTopCommand(const TopFlags& f) {
   struct sigaction sa {};
   sa.sa_handler = OnTopSignal;
   sigemptyset(&sa.sa_mask);
-  struct sigaction old_int {}, old_term {}, old_hup {};
+  struct sigaction old_int {
+  }, old_term{}, old_hup{};
   sigaction(SIGINT, &sa, &old_int);
   sigaction(SIGTERM, &sa, &old_term);
   sigaction(SIGHUP, &sa, &old_hup);

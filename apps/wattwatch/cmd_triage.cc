@@ -62,8 +62,8 @@ int RunTriage(const TriageFlags& f) {
   report::RecordingSource recording(source->get(), &timeline);
   if (!f.html.empty()) fanout.Add(&timeline);
   triage::TriageEngine engine(opts, &fanout);
-  Status st = f.html.empty() ? triage::RunToEnd(**source, engine)
-                             : triage::RunToEnd(recording, engine);
+  Status st =
+      f.html.empty() ? triage::RunToEnd(**source, engine) : triage::RunToEnd(recording, engine);
   if (labels) labels->Flush();
   if (labels_file && labels_file != stdout) std::fclose(labels_file);
   if (!st.ok()) {
@@ -131,8 +131,9 @@ Exit codes: 0 triage ran; 2 unusable input (the message names file, line and fie
   cmd->add_option("--json-out", flags->json_out, "also write the JSON result to this file");
   cmd->add_option("--labels", flags->labels,
                   "write one `host,timestamp,gpu,state` row per input sample ('-': stdout)");
-  cmd->add_option("--html", flags->html,
-                  "also write a self-contained HTML timeline (swimlanes, power, zoom) to this file");
+  cmd->add_option(
+      "--html", flags->html,
+      "also write a self-contained HTML timeline (swimlanes, power, zoom) to this file");
   cmd->add_flag("--fail-on-hang", flags->fail_on_hang, "exit 3 when a hang was found");
   cmd->add_option("--query", flags->query,
                   "the --query-gpu list of a headerless (csv,noheader) log");

@@ -19,8 +19,8 @@ class RealClock final : public Clock {
         .count();
   }
   void SleepUntilMonotonicNs(int64_t deadline_ns) override {
-    std::this_thread::sleep_until(std::chrono::steady_clock::time_point(
-        std::chrono::nanoseconds(deadline_ns)));
+    std::this_thread::sleep_until(
+        std::chrono::steady_clock::time_point(std::chrono::nanoseconds(deadline_ns)));
   }
 };
 

@@ -33,18 +33,19 @@ struct GpuSample {
   std::optional<double> temperature_c;
   std::optional<double> mem_used_mib;
   std::optional<double> mem_total_mib;
-  std::optional<int> pstate;                      // 0 (P0) .. 15
-  std::optional<uint64_t> clock_event_reasons;   // NVML clocks_event_reasons bitmask
-  std::optional<uint64_t> energy_mj;              // cumulative energy counter since driver load
+  std::optional<int> pstate;                    // 0 (P0) .. 15
+  std::optional<uint64_t> clock_event_reasons;  // NVML clocks_event_reasons bitmask
+  std::optional<uint64_t> energy_mj;            // cumulative energy counter since driver load
   std::optional<double> pcie_tx_bytes_per_s;
   std::optional<double> pcie_rx_bytes_per_s;
   std::optional<double> nvlink_tx_bytes_per_s;
   std::optional<double> nvlink_rx_bytes_per_s;
-  std::optional<double> sm_activity_ratio;        // GPM, 0..1
-  std::optional<double> sm_occupancy_ratio;       // GPM, 0..1
-  std::optional<double> tensor_activity_ratio;    // GPM, 0..1
-  std::optional<double> dram_bw_util_ratio;       // GPM, 0..1
-  std::optional<double> power_mean_w;  // exact mean power since the previous reading (energy counter)
+  std::optional<double> sm_activity_ratio;      // GPM, 0..1
+  std::optional<double> sm_occupancy_ratio;     // GPM, 0..1
+  std::optional<double> tensor_activity_ratio;  // GPM, 0..1
+  std::optional<double> dram_bw_util_ratio;     // GPM, 0..1
+  std::optional<double>
+      power_mean_w;  // exact mean power since the previous reading (energy counter)
 };
 
 // What a source knows about a GPU beyond its readings.

@@ -11,9 +11,9 @@ namespace ww {
 
 enum class StatusCode {
   kOk = 0,
-  kInvalidInput,   // the user's input is malformed (file, line and field in the message)
-  kNotFound,       // a file, library or device that should exist does not
-  kUnavailable,    // a dependency is missing or not supported here (no NVML, no GPU)
+  kInvalidInput,  // the user's input is malformed (file, line and field in the message)
+  kNotFound,      // a file, library or device that should exist does not
+  kUnavailable,   // a dependency is missing or not supported here (no NVML, no GPU)
   kDeadlineExceeded,
   kIoError,
   kInternal,
@@ -47,7 +47,7 @@ class [[nodiscard]] Status {
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : v_(std::move(value)) {}  // NOLINT(google-explicit-constructor)
+  Result(T value) : v_(std::move(value)) {}         // NOLINT(google-explicit-constructor)
   Result(Status status) : v_(std::move(status)) {}  // NOLINT(google-explicit-constructor)
 
   bool ok() const { return std::holds_alternative<T>(v_); }
@@ -70,8 +70,8 @@ class [[nodiscard]] Result {
 }  // namespace ww
 
 // Propagates a non-ok Status from an expression returning Status.
-#define WW_RETURN_IF_ERROR(expr)        \
-  do {                                  \
-    ::ww::Status ww_status_ = (expr);   \
+#define WW_RETURN_IF_ERROR(expr)             \
+  do {                                       \
+    ::ww::Status ww_status_ = (expr);        \
     if (!ww_status_.ok()) return ww_status_; \
   } while (0)

@@ -46,7 +46,8 @@ bool ReadDigits(std::string_view s, size_t& i, size_t n, int& out) {
 
 std::optional<ParsedTime> ParseTimestamp(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r'))
+    s.remove_suffix(1);
   size_t i = 0;
   int year, mon, day, hh, mm, ss;
   if (!ReadDigits(s, i, 4, year)) return std::nullopt;

@@ -1,6 +1,7 @@
 #include "gate/env.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
@@ -13,29 +14,29 @@
 #include <fstream>
 #include <vector>
 
-#include <fmt/format.h>
-
 namespace ww::gate {
 namespace {
 
 class PosixFile final : public RandomAccessFile {
  public:
-  PosixFile(std::string path, int fd, uint64_t size) : path_(std::move(path)), fd_(fd), size_(size) {}
+  PosixFile(std::string path, int fd, uint64_t size)
+      : path_(std::move(path)), fd_(fd), size_(size) {}
   ~PosixFile() override { ::close(fd_); }
   uint64_t size_bytes() const override { return size_; }
   const std::string& path() const override { return path_; }
   Status ReadAt(uint64_t offset, size_t n, void* dst) const override {
     if (offset > size_ || n > size_ - offset) {
-      return Status::IoError(fmt::format("{}: read of {} bytes at offset {} is past the end ({} bytes)",
-                                         path_, n, offset, size_));
+      return Status::IoError(fmt::format(
+          "{}: read of {} bytes at offset {} is past the end ({} bytes)", path_, n, offset, size_));
     }
     char* out = static_cast<char*>(dst);
     while (n > 0) {
       ssize_t got = ::pread(fd_, out, n, static_cast<off_t>(offset));
       if (got < 0 && errno == EINTR) continue;
       if (got <= 0) {
-        return Status::IoError(fmt::format("{}: read failed at offset {}: {}", path_, offset,
-                                           got < 0 ? std::strerror(errno) : "unexpected end of file"));
+        return Status::IoError(
+            fmt::format("{}: read failed at offset {}: {}", path_, offset,
+                        got < 0 ? std::strerror(errno) : "unexpected end of file"));
       }
       out += got;
       offset += static_cast<uint64_t>(got);
@@ -57,8 +58,9 @@ class MemFile final : public RandomAccessFile {
   const std::string& path() const override { return path_; }
   Status ReadAt(uint64_t offset, size_t n, void* dst) const override {
     if (offset > bytes_->size() || n > bytes_->size() - offset) {
-      return Status::IoError(fmt::format("{}: read of {} bytes at offset {} is past the end ({} bytes)",
-                                         path_, n, offset, bytes_->size()));
+      return Status::IoError(
+          fmt::format("{}: read of {} bytes at offset {} is past the end ({} bytes)", path_, n,
+                      offset, bytes_->size()));
     }
     if (n > 0) std::memcpy(dst, bytes_->data() + offset, n);
     return Status::Ok();
@@ -120,7 +122,8 @@ class PosixGateEnv final : public GateEnv {
   }
   Result<uint64_t> ResidentBytes(const std::string& path) override {
     int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return Status::IoError(fmt::format("{}: cannot open: {}", path, std::strerror(errno)));
+    if (fd < 0)
+      return Status::IoError(fmt::format("{}: cannot open: {}", path, std::strerror(errno)));
     struct stat st {};
     if (::fstat(fd, &st) != 0) {
       ::close(fd);
@@ -155,16 +158,26 @@ class PosixGateEnv final : public GateEnv {
     struct statfs fs {};
     if (::statfs(NearestExisting(path).c_str(), &fs) != 0) return std::nullopt;
     switch (static_cast<uint64_t>(fs.f_type)) {
-      case 0x6969: return "nfs";
-      case 0x0BD00BD0: return "lustre";
-      case 0xFF534D42: return "cifs";
-      case 0xFE534D42: return "smb2";
-      case 0x47504653: return "gpfs";
-      case 0x65735546: return "fuse";
-      case 0x00C36400: return "ceph";
-      case 0x013111A8: return "ibrix";
-      case 0x5346414F: return "afs";
-      default: return std::nullopt;
+      case 0x6969:
+        return "nfs";
+      case 0x0BD00BD0:
+        return "lustre";
+      case 0xFF534D42:
+        return "cifs";
+      case 0xFE534D42:
+        return "smb2";
+      case 0x47504653:
+        return "gpfs";
+      case 0x65735546:
+        return "fuse";
+      case 0x00C36400:
+        return "ceph";
+      case 0x013111A8:
+        return "ibrix";
+      case 0x5346414F:
+        return "afs";
+      default:
+        return std::nullopt;
     }
   }
 };
@@ -178,7 +191,8 @@ GateEnv* DefaultGateEnv() {
 
 Result<std::unique_ptr<RandomAccessFile>> MemGateEnv::OpenFile(const std::string& path) {
   auto it = files_.find(path);
-  if (it == files_.end()) return Status::NotFound(fmt::format("{}: cannot open: no such file", path));
+  if (it == files_.end())
+    return Status::NotFound(fmt::format("{}: cannot open: no such file", path));
   return std::unique_ptr<RandomAccessFile>(new MemFile(path, &it->second));
 }
 
@@ -193,8 +207,8 @@ Result<std::string> ReadSmallFile(GateEnv* env, const std::string& path, uint64_
   if (!file.ok()) return file.status();
   const uint64_t size = (*file)->size_bytes();
   if (size > max_bytes) {
-    return Status::InvalidInput(
-        fmt::format("{}: {} bytes is too large for this kind of file (limit {})", path, size, max_bytes));
+    return Status::InvalidInput(fmt::format(
+        "{}: {} bytes is too large for this kind of file (limit {})", path, size, max_bytes));
   }
   std::string text(size, '\0');
   WW_RETURN_IF_ERROR((*file)->ReadAt(0, size, text.data()));

@@ -1,11 +1,11 @@
 #include "gate/gate.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <set>
-
-#include <fmt/format.h>
 
 #include "gate/tokenizer_bridge.h"
 
@@ -39,10 +39,14 @@ uint32_t DataParallel(const JobSpec& spec) {
 
 std::string_view CheckStatusName(CheckStatus s) {
   switch (s) {
-    case CheckStatus::kPass: return "pass";
-    case CheckStatus::kWarn: return "warn";
-    case CheckStatus::kFail: return "fail";
-    case CheckStatus::kSkip: return "skip";
+    case CheckStatus::kPass:
+      return "pass";
+    case CheckStatus::kWarn:
+      return "warn";
+    case CheckStatus::kFail:
+      return "fail";
+    case CheckStatus::kSkip:
+      return "skip";
   }
   return "?";
 }
@@ -70,7 +74,8 @@ Result<CorpusSummary> ReadCorpus(GateEnv* env, const JobSpec& spec, TokenCounter
   ro.token_sample_bytes = options.token_sample_bytes;
   ro.tokenizer = tokenizer;
   ro.chunk_samples = size_t{1} << 18;
-  out.ids_complete = spec.data.format == DataFormat::kJsonl || spec.data.format == DataFormat::kTextJsonl;
+  out.ids_complete =
+      spec.data.format == DataFormat::kJsonl || spec.data.format == DataFormat::kTextJsonl;
   for (const auto& path : spec.data.paths) {
     const int64_t start_ns = clock->NowMonotonicNs();
     auto reader = OpenSampleLengthReader(env, spec.data.format, path, ro);
@@ -88,7 +93,8 @@ Result<CorpusSummary> ReadCorpus(GateEnv* env, const JobSpec& spec, TokenCounter
     for (const auto& f : (*reader)->files()) out.files.push_back(f);
     out.ids.Merge((*reader)->token_ids());
     auto dtype = (*reader)->token_dtype();
-    if (dtype && (!out.dtype || dtype->bits < out.dtype->bits)) out.dtype = dtype;  // narrowest wins
+    if (dtype && (!out.dtype || dtype->bits < out.dtype->bits))
+      out.dtype = dtype;  // narrowest wins
   }
   for (uint32_t len : out.corpus.lengths) out.total_tokens += len;
   return out;
@@ -115,11 +121,11 @@ CheckResult CheckStepsEqual(const JobSpec& spec, const StepPlan& plan) {
   if (plan.steps_equal) {
     const uint64_t s = plan.ranks.empty() ? 0 : plan.ranks[0].steps_run;
     r.status = CheckStatus::kPass;
-    r.reason = fmt::format("every rank runs {} optimizer steps per epoch ({} over {} epochs){}", s, s * spec.epochs,
-                           spec.epochs,
+    r.reason = fmt::format("every rank runs {} optimizer steps per epoch ({} over {} epochs){}", s,
+                           s * spec.epochs, spec.epochs,
                            spec.max_steps && plan.min_steps != plan.max_steps
-                               ? fmt::format("; max_steps {} equalizes ranks that have {}..{}", *spec.max_steps,
-                                             plan.min_steps, plan.max_steps)
+                               ? fmt::format("; max_steps {} equalizes ranks that have {}..{}",
+                                             *spec.max_steps, plan.min_steps, plan.max_steps)
                                : std::string());
     return r;
   }
@@ -129,14 +135,18 @@ CheckResult CheckStepsEqual(const JobSpec& spec, const StepPlan& plan) {
   const auto& hi = plan.ranks[max_rank];
   if (spec.max_steps) {
     r.reason = fmt::format(
-        "max_steps {} is more than rank {} has ({} steps): it runs out of data while the others wait in a "
+        "max_steps {} is more than rank {} has ({} steps): it runs out of data while the others "
+        "wait in a "
         "collective; set max_steps: {} (equalize to the minimum)",
         *spec.max_steps, min_rank, lo.steps, plan.equalized_max_steps);
   } else {
     r.reason = fmt::format(
-        "ranks run {}..{} optimizer steps per epoch (rank {}: {}, rank {}: {}): rank {} finishes the epoch first "
-        "and the others hang in their next collective; set max_steps: {} (equalize to the minimum){}",
-        lo.steps, hi.steps, min_rank, lo.steps, max_rank, hi.steps, min_rank, plan.equalized_max_steps,
+        "ranks run {}..{} optimizer steps per epoch (rank {}: {}, rank {}: {}): rank {} finishes "
+        "the epoch first "
+        "and the others hang in their next collective; set max_steps: {} (equalize to the "
+        "minimum){}",
+        lo.steps, hi.steps, min_rank, lo.steps, max_rank, hi.steps, min_rank,
+        plan.equalized_max_steps,
         spec.packing != Packing::kNone && spec.packing_scope == PackingScope::kRank
             ? ", or pack globally (packing_scope: global)"
             : "");
@@ -160,19 +170,21 @@ CheckResult CheckNonEmpty(const JobSpec& spec, const StepPlan& plan, const Corpu
   details["ranks_without_steps"] = empty;
   if (!empty.empty()) {
     const auto& r0 = plan.ranks[empty[0]];
-    CheckResult r = Make("nonempty", CheckStatus::kFail,
-                         fmt::format("{} of {} ranks get no optimizer step (rank {}: {} samples, {} sequences; "
-                                     "a step needs {} micro-batches of {})",
-                                     empty.size(), plan.ranks.size(), empty[0], r0.samples, r0.bins,
-                                     spec.grad_accum, spec.micro_batch_size));
+    CheckResult r =
+        Make("nonempty", CheckStatus::kFail,
+             fmt::format("{} of {} ranks get no optimizer step (rank {}: {} samples, {} sequences; "
+                         "a step needs {} micro-batches of {})",
+                         empty.size(), plan.ranks.size(), empty[0], r0.samples, r0.bins,
+                         spec.grad_accum, spec.micro_batch_size));
     r.details = details;
     return r;
   }
   uint64_t min_steps = UINT64_MAX;
   for (const auto& rank : plan.ranks) min_steps = std::min(min_steps, rank.steps_run);
-  CheckResult r = Make("nonempty", CheckStatus::kPass,
-                       fmt::format("{} samples, {} tokens; every rank has at least {} optimizer steps",
-                                   corpus.corpus.lengths.size(), corpus.total_tokens, min_steps));
+  CheckResult r =
+      Make("nonempty", CheckStatus::kPass,
+           fmt::format("{} samples, {} tokens; every rank has at least {} optimizer steps",
+                       corpus.corpus.lengths.size(), corpus.total_tokens, min_steps));
   r.details = details;
   return r;
 }
@@ -199,12 +211,12 @@ CheckResult CheckShardBalance(const JobSpec& spec, const StepPlan& plan) {
   r.details["warn_above"] = 0.05;
   r.details["fail_above"] = 0.25;
   const std::string numbers =
-      fmt::format("tokens per rank {}..{} (rank {} / rank {}), spread {:.1f} % of the mean", lo, hi, lo_rank,
-                  hi_rank, 100 * spread);
+      fmt::format("tokens per rank {}..{} (rank {} / rank {}), spread {:.1f} % of the mean", lo, hi,
+                  lo_rank, hi_rank, 100 * spread);
   if (spec.packing != Packing::kNone && spec.packing_scope == PackingScope::kGlobal) {
     r.status = CheckStatus::kPass;
-    r.reason = fmt::format("globally packed: every rank gets {} sequences of {} tokens", plan.ranks[0].bins,
-                           spec.seq_len);
+    r.reason = fmt::format("globally packed: every rank gets {} sequences of {} tokens",
+                           plan.ranks[0].bins, spec.seq_len);
   } else if (spread > 0.25) {
     r.status = CheckStatus::kFail;
     r.reason = numbers + ": the lightest rank idles at every step waiting for the heaviest";
@@ -227,24 +239,26 @@ CheckResult CheckGlobalBatch(const JobSpec& spec) {
   r.details["model_parallel"] = mp;
   if (world % mp != 0) {
     r.status = CheckStatus::kFail;
-    r.reason = fmt::format("world size {} is not divisible by tp*pp*cp = {}*{}*{} = {}", world, spec.tp, spec.pp,
-                           spec.cp, mp);
+    r.reason = fmt::format("world size {} is not divisible by tp*pp*cp = {}*{}*{} = {}", world,
+                           spec.tp, spec.pp, spec.cp, mp);
     return r;
   }
   const uint64_t dp = world / mp;
   const uint64_t gbs = uint64_t{spec.micro_batch_size} * spec.grad_accum * dp;
   r.details["data_parallel"] = dp;
   r.details["computed_global_batch_size"] = gbs;
-  const std::string formula = fmt::format("MBS {} x GA {} x DP {} = {}", spec.micro_batch_size, spec.grad_accum, dp, gbs);
+  const std::string formula =
+      fmt::format("MBS {} x GA {} x DP {} = {}", spec.micro_batch_size, spec.grad_accum, dp, gbs);
   if (spec.global_batch_size && *spec.global_batch_size != gbs) {
     r.status = CheckStatus::kFail;
-    r.reason = fmt::format("global_batch_size {} but {} (DP = world {} / (tp*pp*cp) {})", *spec.global_batch_size,
-                           formula, world, mp);
+    r.reason = fmt::format("global_batch_size {} but {} (DP = world {} / (tp*pp*cp) {})",
+                           *spec.global_batch_size, formula, world, mp);
     return r;
   }
   r.status = CheckStatus::kPass;
-  r.reason = spec.global_batch_size ? fmt::format("global_batch_size {} = {}", gbs, formula)
-                                    : fmt::format("global batch {} (global_batch_size not given)", formula);
+  r.reason = spec.global_batch_size
+                 ? fmt::format("global_batch_size {} = {}", gbs, formula)
+                 : fmt::format("global batch {} (global_batch_size not given)", formula);
   return r;
 }
 
@@ -266,11 +280,14 @@ CheckResult CheckSeqFit(const JobSpec& spec, const CorpusSummary& corpus) {
   if (max_pos) r.details["max_position_embeddings"] = *max_pos;
   if (max_pos && spec.seq_len > *max_pos) {
     r.status = CheckStatus::kFail;
-    r.reason = fmt::format("seq_len {} exceeds the model's max_position_embeddings {}", spec.seq_len, *max_pos);
+    r.reason = fmt::format("seq_len {} exceeds the model's max_position_embeddings {}",
+                           spec.seq_len, *max_pos);
     return r;
   }
-  const std::string trunc = fmt::format("{} of {} samples ({:.2f} %) are longer than seq_len {} and get truncated "
-                                        "(longest {})", truncated, n, 100 * share, spec.seq_len, longest);
+  const std::string trunc = fmt::format(
+      "{} of {} samples ({:.2f} %) are longer than seq_len {} and get truncated "
+      "(longest {})",
+      truncated, n, 100 * share, spec.seq_len, longest);
   if (share > 0.05) {
     r.status = CheckStatus::kFail;
     r.reason = trunc;
@@ -279,9 +296,10 @@ CheckResult CheckSeqFit(const JobSpec& spec, const CorpusSummary& corpus) {
     r.reason = trunc;
   } else {
     r.status = CheckStatus::kPass;
-    r.reason = fmt::format("every sample fits seq_len {} (longest {}){}", spec.seq_len, longest,
-                           max_pos ? fmt::format("; seq_len <= max_position_embeddings {}", *max_pos)
-                                   : std::string("; model.max_position_embeddings not given"));
+    r.reason =
+        fmt::format("every sample fits seq_len {} (longest {}){}", spec.seq_len, longest,
+                    max_pos ? fmt::format("; seq_len <= max_position_embeddings {}", *max_pos)
+                            : std::string("; model.max_position_embeddings not given"));
   }
   return r;
 }
@@ -306,9 +324,10 @@ CheckResult CheckTokenRange(const JobSpec& spec, const CorpusSummary& corpus) {
   }
   if (corpus.dtype && vocab && corpus.dtype->max_id() < *vocab - 1) {
     r.status = CheckStatus::kFail;
-    r.reason = fmt::format("storage dtype {} holds ids up to {} but the vocabulary has {} ids: larger ids were "
-                           "wrapped when the data was written",
-                           corpus.dtype->name, corpus.dtype->max_id(), *vocab);
+    r.reason = fmt::format(
+        "storage dtype {} holds ids up to {} but the vocabulary has {} ids: larger ids were "
+        "wrapped when the data was written",
+        corpus.dtype->name, corpus.dtype->max_id(), *vocab);
     return r;
   }
   if (ids.ids_seen && ids.min_id < 0) {
@@ -323,15 +342,18 @@ CheckResult CheckTokenRange(const JobSpec& spec, const CorpusSummary& corpus) {
   }
   if (ids.ids_seen && static_cast<uint64_t>(ids.max_id) >= *vocab) {
     r.status = CheckStatus::kFail;
-    r.reason = fmt::format("token id {} is outside the model's vocabulary of {} (embedding lookup out of range)",
-                           ids.max_id, *vocab);
+    r.reason = fmt::format(
+        "token id {} is outside the model's vocabulary of {} (embedding lookup out of range)",
+        ids.max_id, *vocab);
     return r;
   }
   r.status = CheckStatus::kPass;
   r.reason = ids.ids_seen
-                 ? fmt::format("{} ids {} lie in 0..{}{}", ids.ids_seen, corpus.ids_complete ? "(all)" : "(sampled)",
-                               *vocab - 1, corpus.dtype ? fmt::format("; {} storage is wide enough", corpus.dtype->name)
-                                                        : std::string())
+                 ? fmt::format("{} ids {} lie in 0..{}{}", ids.ids_seen,
+                               corpus.ids_complete ? "(all)" : "(sampled)", *vocab - 1,
+                               corpus.dtype
+                                   ? fmt::format("; {} storage is wide enough", corpus.dtype->name)
+                                   : std::string())
                  : fmt::format("{} storage is wide enough for {} ids (no ids sampled)",
                                corpus.dtype ? corpus.dtype->name : std::string("the"), *vocab);
   return r;
@@ -350,8 +372,9 @@ CheckResult CheckPadEos(const JobSpec& spec, const TokenizerFacts* tok) {
   const auto vocab = spec.model ? spec.model->vocab_size : std::nullopt;
   if (!tok->eos_id) {
     r.status = CheckStatus::kFail;
-    r.reason = tok->eos_token ? fmt::format("eos token '{}' is not in {}", *tok->eos_token, tok->path)
-                              : fmt::format("no eos token found in {} (or tokenizer_config.json)", tok->path);
+    r.reason = tok->eos_token
+                   ? fmt::format("eos token '{}' is not in {}", *tok->eos_token, tok->path)
+                   : fmt::format("no eos token found in {} (or tokenizer_config.json)", tok->path);
     return r;
   }
   for (auto [what, id] : {std::pair{"eos", tok->eos_id}, std::pair{"pad", tok->pad_id}}) {
@@ -363,23 +386,26 @@ CheckResult CheckPadEos(const JobSpec& spec, const TokenizerFacts* tok) {
   }
   if (!tok->pad_id) {
     r.status = CheckStatus::kWarn;
-    r.reason = fmt::format("no pad token: collators fall back to eos '{}' ({})", *tok->eos_token, *tok->eos_id);
+    r.reason = fmt::format("no pad token: collators fall back to eos '{}' ({})", *tok->eos_token,
+                           *tok->eos_id);
     return r;
   }
   if (*tok->pad_id == *tok->eos_id) {
     r.status = CheckStatus::kWarn;
-    r.reason = fmt::format("pad and eos are the same token '{}' ({}): masking pad in the loss also masks every eos, "
-                           "so the model does not learn to stop",
-                           *tok->eos_token, *tok->eos_id);
+    r.reason = fmt::format(
+        "pad and eos are the same token '{}' ({}): masking pad in the loss also masks every eos, "
+        "so the model does not learn to stop",
+        *tok->eos_token, *tok->eos_id);
     return r;
   }
   r.status = CheckStatus::kPass;
-  r.reason = fmt::format("eos '{}' ({}) and pad '{}' ({}) are distinct and inside the vocabulary", *tok->eos_token,
-                         *tok->eos_id, *tok->pad_token, *tok->pad_id);
+  r.reason = fmt::format("eos '{}' ({}) and pad '{}' ({}) are distinct and inside the vocabulary",
+                         *tok->eos_token, *tok->eos_id, *tok->pad_token, *tok->pad_id);
   return r;
 }
 
-CheckResult CheckTokenizerMatch(const JobSpec& spec, const TokenizerFacts* tok, const CorpusSummary& corpus) {
+CheckResult CheckTokenizerMatch(const JobSpec& spec, const TokenizerFacts* tok,
+                                const CorpusSummary& corpus) {
   if (!tok) return Make("tokenizer_match", CheckStatus::kSkip, "no data.tokenizer given");
   CheckResult r;
   r.name = "tokenizer_match";
@@ -388,27 +414,32 @@ CheckResult CheckTokenizerMatch(const JobSpec& spec, const TokenizerFacts* tok, 
   if (vocab) r.details["model_vocab_size"] = *vocab;
   if (vocab && tok->vocab_size > *vocab) {
     r.status = CheckStatus::kFail;
-    r.reason = fmt::format("the tokenizer has {} ids but the model's embedding has {} rows", tok->vocab_size, *vocab);
+    r.reason = fmt::format("the tokenizer has {} ids but the model's embedding has {} rows",
+                           tok->vocab_size, *vocab);
     return r;
   }
-  if (corpus.ids.ids_seen && corpus.ids.max_id >= 0 && static_cast<uint64_t>(corpus.ids.max_id) >= tok->vocab_size) {
+  if (corpus.ids.ids_seen && corpus.ids.max_id >= 0 &&
+      static_cast<uint64_t>(corpus.ids.max_id) >= tok->vocab_size) {
     r.status = CheckStatus::kFail;
-    r.reason = fmt::format("the data holds id {} but the tokenizer has only {} ids: it was tokenized with a "
-                           "different tokenizer",
-                           corpus.ids.max_id, tok->vocab_size);
+    r.reason = fmt::format(
+        "the data holds id {} but the tokenizer has only {} ids: it was tokenized with a "
+        "different tokenizer",
+        corpus.ids.max_id, tok->vocab_size);
     return r;
   }
   r.status = CheckStatus::kPass;
-  r.reason = fmt::format("tokenizer ids 0..{}{}{}", tok->vocab_size - 1,
-                         vocab ? fmt::format(" fit the model's {} embedding rows", *vocab) : std::string(),
-                         corpus.ids.ids_seen ? fmt::format("; data ids up to {}", corpus.ids.max_id) : std::string());
+  r.reason = fmt::format(
+      "tokenizer ids 0..{}{}{}", tok->vocab_size - 1,
+      vocab ? fmt::format(" fit the model's {} embedding rows", *vocab) : std::string(),
+      corpus.ids.ids_seen ? fmt::format("; data ids up to {}", corpus.ids.max_id) : std::string());
   return r;
 }
 
 CheckResult CheckCkptSpace(const JobSpec& spec, std::optional<uint64_t> free_bytes) {
   if (!spec.checkpoint) return Make("ckpt_space", CheckStatus::kSkip, "no checkpoint section");
   if (!spec.model || !spec.model->params) {
-    return Make("ckpt_space", CheckStatus::kSkip, "model.params (or a model.config to estimate it) not given");
+    return Make("ckpt_space", CheckStatus::kSkip,
+                "model.params (or a model.config to estimate it) not given");
   }
   const auto& c = *spec.checkpoint;
   const double per_ckpt = *spec.model->params * c.bytes_per_param;
@@ -427,11 +458,13 @@ CheckResult CheckCkptSpace(const JobSpec& spec, std::optional<uint64_t> free_byt
   }
   r.details["bytes_free"] = *free_bytes;
   const std::string numbers =
-      fmt::format("{} free on {}; {:.3g} params x {} B x (keep {} + 1) = {}", Bytes(static_cast<double>(*free_bytes)),
-                  c.dir, *spec.model->params, c.bytes_per_param, c.keep, Bytes(need));
+      fmt::format("{} free on {}; {:.3g} params x {} B x (keep {} + 1) = {}",
+                  Bytes(static_cast<double>(*free_bytes)), c.dir, *spec.model->params,
+                  c.bytes_per_param, c.keep, Bytes(need));
   if (static_cast<double>(*free_bytes) < need) {
     r.status = CheckStatus::kFail;
-    r.reason = numbers + ": a save will fail part-way (often as a hang in the collective around it)";
+    r.reason =
+        numbers + ": a save will fail part-way (often as a hang in the collective around it)";
   } else if (static_cast<double>(*free_bytes) < need * 1.25) {
     r.status = CheckStatus::kWarn;
     r.reason = numbers + " (less than 25 % headroom)";
@@ -455,7 +488,8 @@ EnvDump ParseEnvDump(const std::string& text) {
     const size_t eq = line.find('=');
     if (eq == std::string::npos || eq == 0) continue;
     std::string key = line.substr(0, eq);
-    if (key.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_") != std::string::npos) {
+    if (key.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_") !=
+        std::string::npos) {
       continue;  // continuation of a multi-line value, not a variable
     }
     out[key] = line.substr(eq + 1);
@@ -463,7 +497,8 @@ EnvDump ParseEnvDump(const std::string& text) {
   return out;
 }
 
-CheckResult CheckEnvConsistency(const JobSpec& spec, const std::vector<std::pair<std::string, EnvDump>>& dumps) {
+CheckResult CheckEnvConsistency(const JobSpec& spec,
+                                const std::vector<std::pair<std::string, EnvDump>>& dumps) {
   if (dumps.size() < 2) {
     return Make("env_consistency", CheckStatus::kSkip,
                 dumps.empty() ? "no nodes_env dumps given" : "one node dump: nothing to compare");
@@ -471,7 +506,9 @@ CheckResult CheckEnvConsistency(const JobSpec& spec, const std::vector<std::pair
   std::set<std::string> allow = {"CUDA_VISIBLE_DEVICES", "NCCL_HOSTID"};
   allow.insert(spec.env_allowlist.begin(), spec.env_allowlist.end());
   auto relevant = [&](const std::string& k) {
-    return (k.rfind("NCCL_", 0) == 0 || k.rfind("TORCH_NCCL_", 0) == 0 || k.rfind("CUDA_", 0) == 0) && !allow.count(k);
+    return (k.rfind("NCCL_", 0) == 0 || k.rfind("TORCH_NCCL_", 0) == 0 ||
+            k.rfind("CUDA_", 0) == 0) &&
+           !allow.count(k);
   };
   std::set<std::string> keys;
   for (const auto& [path, env] : dumps) {
@@ -493,7 +530,8 @@ CheckResult CheckEnvConsistency(const JobSpec& spec, const std::vector<std::pair
     if (values.size() > 1) {
       diffs.push_back({{"variable", k}, {"values", per_node}});
       if (first.empty()) {
-        for (const auto& [node, v] : per_node.items()) first += fmt::format("{}{}={}", first.empty() ? "" : ", ", node, v.get<std::string>());
+        for (const auto& [node, v] : per_node.items())
+          first += fmt::format("{}{}={}", first.empty() ? "" : ", ", node, v.get<std::string>());
         first = fmt::format("{} differs ({})", k, first);
       }
     }
@@ -505,10 +543,12 @@ CheckResult CheckEnvConsistency(const JobSpec& spec, const std::vector<std::pair
   r.details["allowlist"] = std::vector<std::string>(allow.begin(), allow.end());
   if (!diffs.empty()) {
     r.status = CheckStatus::kFail;
-    r.reason = fmt::format("{} NCCL/CUDA variable(s) differ across {} nodes: {}", diffs.size(), dumps.size(), first);
+    r.reason = fmt::format("{} NCCL/CUDA variable(s) differ across {} nodes: {}", diffs.size(),
+                           dumps.size(), first);
   } else {
     r.status = CheckStatus::kPass;
-    r.reason = fmt::format("{} NCCL_*/TORCH_NCCL_*/CUDA_* variables identical on {} nodes", keys.size(), dumps.size());
+    r.reason = fmt::format("{} NCCL_*/TORCH_NCCL_*/CUDA_* variables identical on {} nodes",
+                           keys.size(), dumps.size());
   }
   return r;
 }
@@ -524,13 +564,15 @@ CheckResult CheckTopology(const JobSpec& spec) {
   if (spec.world_size && spec.nodes && spec.gpus_per_node &&
       *spec.world_size != uint64_t{*spec.nodes} * *spec.gpus_per_node) {
     r.status = CheckStatus::kFail;
-    r.reason = fmt::format("world_size {} but nodes {} x gpus_per_node {} = {}", *spec.world_size, *spec.nodes,
-                           *spec.gpus_per_node, uint64_t{*spec.nodes} * *spec.gpus_per_node);
+    r.reason =
+        fmt::format("world_size {} but nodes {} x gpus_per_node {} = {}", *spec.world_size,
+                    *spec.nodes, *spec.gpus_per_node, uint64_t{*spec.nodes} * *spec.gpus_per_node);
     return r;
   }
   if (world % mp != 0) {
     r.status = CheckStatus::kFail;
-    r.reason = fmt::format("{} ranks cannot be split into tp {} x pp {} x cp {} groups", world, spec.tp, spec.pp, spec.cp);
+    r.reason = fmt::format("{} ranks cannot be split into tp {} x pp {} x cp {} groups", world,
+                           spec.tp, spec.pp, spec.cp);
     return r;
   }
   if (spec.nodes && !spec.nodes_env.empty() && spec.nodes_env.size() != *spec.nodes) {
@@ -540,16 +582,18 @@ CheckResult CheckTopology(const JobSpec& spec) {
   }
   if (spec.gpus_per_node && (spec.tp > *spec.gpus_per_node || *spec.gpus_per_node % spec.tp != 0)) {
     r.status = CheckStatus::kWarn;
-    r.reason = fmt::format("tp {} does not fit inside a node of {} GPUs: tensor-parallel traffic crosses the network",
-                           spec.tp, *spec.gpus_per_node);
+    r.reason = fmt::format(
+        "tp {} does not fit inside a node of {} GPUs: tensor-parallel traffic crosses the network",
+        spec.tp, *spec.gpus_per_node);
     return r;
   }
   r.status = CheckStatus::kPass;
-  r.reason = fmt::format("{} ranks{} = DP {} x TP {} x PP {} x CP {}", world,
-                         spec.nodes && spec.gpus_per_node
-                             ? fmt::format(" ({} nodes x {} GPUs)", *spec.nodes, *spec.gpus_per_node)
-                             : std::string(),
-                         world / mp, spec.tp, spec.pp, spec.cp);
+  r.reason =
+      fmt::format("{} ranks{} = DP {} x TP {} x PP {} x CP {}", world,
+                  spec.nodes && spec.gpus_per_node
+                      ? fmt::format(" ({} nodes x {} GPUs)", *spec.nodes, *spec.gpus_per_node)
+                      : std::string(),
+                  world / mp, spec.tp, spec.pp, spec.cp);
   return r;
 }
 
@@ -570,22 +614,26 @@ CheckResult CheckPageCache(const JobSpec& spec, const PageCacheFacts& f) {
   // The kernel keeps some memory for the job itself; assume the cache can use about 80 %.
   const bool fits = corpus <= 0.8 * mem;
   r.details["fits"] = fits;
-  const std::string where = f.network_fs ? fmt::format("on {}", *f.network_fs) : std::string("on local disk");
+  const std::string where =
+      f.network_fs ? fmt::format("on {}", *f.network_fs) : std::string("on local disk");
   const std::string resident =
       f.resident_bytes && f.corpus_bytes
-          ? fmt::format(", {:.0f} % cached now", 100.0 * static_cast<double>(*f.resident_bytes) / corpus)
+          ? fmt::format(", {:.0f} % cached now",
+                        100.0 * static_cast<double>(*f.resident_bytes) / corpus)
           : std::string();
   if (fits) {
     r.status = CheckStatus::kPass;
-    r.reason = fmt::format("corpus {} {} fits in the page cache of {} RAM{}: after the first epoch reads come from "
-                           "memory, so network storage is as fast as a local copy",
-                           Bytes(corpus), where, Bytes(mem), resident);
+    r.reason = fmt::format(
+        "corpus {} {} fits in the page cache of {} RAM{}: after the first epoch reads come from "
+        "memory, so network storage is as fast as a local copy",
+        Bytes(corpus), where, Bytes(mem), resident);
   } else {
     r.status = CheckStatus::kWarn;
-    r.reason = fmt::format("corpus {} {} does not fit in the page cache of {} RAM{}: every epoch re-reads it from "
-                           "storage{}; measure the loader's throughput before trusting 'network is as fast as local'",
-                           Bytes(corpus), where, Bytes(mem), resident,
-                           f.network_fs ? ", so the network file system bounds tokens/s" : "");
+    r.reason = fmt::format(
+        "corpus {} {} does not fit in the page cache of {} RAM{}: every epoch re-reads it from "
+        "storage{}; measure the loader's throughput before trusting 'network is as fast as local'",
+        Bytes(corpus), where, Bytes(mem), resident,
+        f.network_fs ? ", so the network file system bounds tokens/s" : "");
   }
   (void)spec;
   return r;
@@ -595,7 +643,8 @@ Result<TokenizerFacts> ReadTokenizerFacts(GateEnv* env, const std::string& path)
   auto text = ReadSmallFile(env, path, uint64_t{256} << 20);
   if (!text.ok()) return text.status();
   auto j = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
-  if (!j.is_object()) return Status::InvalidInput(fmt::format("{}: not a tokenizer.json (not a JSON object)", path));
+  if (!j.is_object())
+    return Status::InvalidInput(fmt::format("{}: not a tokenizer.json (not a JSON object)", path));
   TokenizerFacts facts;
   facts.path = path;
   std::map<std::string, uint64_t> ids;
@@ -622,18 +671,22 @@ Result<TokenizerFacts> ReadTokenizerFacts(GateEnv* env, const std::string& path)
         }
       } else if (v->is_array()) {  // Unigram: [[piece, score], ...], id = position
         for (size_t i = 0; i < v->size(); ++i) {
-          if ((*v)[i].is_array() && !(*v)[i].empty() && (*v)[i][0].is_string()) note((*v)[i][0].get<std::string>(), i);
+          if ((*v)[i].is_array() && !(*v)[i].empty() && (*v)[i][0].is_string())
+            note((*v)[i][0].get<std::string>(), i);
         }
       }
     }
   }
-  if (max_id_plus_one == 0) return Status::InvalidInput(fmt::format("{}: no vocabulary (model.vocab) found", path));
+  if (max_id_plus_one == 0)
+    return Status::InvalidInput(fmt::format("{}: no vocabulary (model.vocab) found", path));
   facts.vocab_size = max_id_plus_one;
   // tokenizer_config.json names the special tokens; without it, guess from common spellings.
-  const std::string config_path = (std::filesystem::path(path).parent_path() / "tokenizer_config.json").string();
+  const std::string config_path =
+      (std::filesystem::path(path).parent_path() / "tokenizer_config.json").string();
   auto token_name = [](const nlohmann::json& v) -> std::optional<std::string> {
     if (v.is_string()) return v.get<std::string>();
-    if (v.is_object() && v.contains("content") && v["content"].is_string()) return v["content"].get<std::string>();
+    if (v.is_object() && v.contains("content") && v["content"].is_string())
+      return v["content"].get<std::string>();
     return std::nullopt;
   };
   if (env->FileExists(config_path)) {
@@ -659,7 +712,8 @@ Result<TokenizerFacts> ReadTokenizerFacts(GateEnv* env, const std::string& path)
     return std::nullopt;
   };
   if (!facts.eos_token) {
-    facts.eos_token = guess({"<|endoftext|>", "</s>", "<|end_of_text|>", "<eos>", "<|im_end|>", "[SEP]"});
+    facts.eos_token =
+        guess({"<|endoftext|>", "</s>", "<|end_of_text|>", "<eos>", "<|im_end|>", "[SEP]"});
     facts.eos_source = "guessed from tokenizer.json";
   }
   if (!facts.pad_token) {
@@ -677,7 +731,8 @@ Result<GateReport> RunGate(GateEnv* env, const JobSpec& spec, const GateOptions&
   if (spec.data.tokenizer) {
     auto facts = ReadTokenizerFacts(env, *spec.data.tokenizer);
     if (!facts.ok()) {
-      return Status::InvalidInput(fmt::format("{}: data.tokenizer: {}", spec.spec_path, facts.status().message()));
+      return Status::InvalidInput(
+          fmt::format("{}: data.tokenizer: {}", spec.spec_path, facts.status().message()));
     }
     tok = std::move(*facts);
   }
@@ -691,7 +746,8 @@ Result<GateReport> RunGate(GateEnv* env, const JobSpec& spec, const GateOptions&
   auto corpus = ReadCorpus(env, spec, counter.get(), options);
   if (!corpus.ok()) return corpus.status();
   auto plan = PlanSteps(corpus->corpus, MakeBatchingConfig(spec));
-  if (!plan.ok()) return Status::InvalidInput(fmt::format("{}: {}", spec.spec_path, plan.status().message()));
+  if (!plan.ok())
+    return Status::InvalidInput(fmt::format("{}: {}", spec.spec_path, plan.status().message()));
   report.plan = *plan;
 
   std::optional<uint64_t> free_bytes;
@@ -702,7 +758,9 @@ Result<GateReport> RunGate(GateEnv* env, const JobSpec& spec, const GateOptions&
   std::vector<std::pair<std::string, EnvDump>> dumps;
   for (const auto& path : spec.nodes_env) {
     auto text = ReadSmallFile(env, path, uint64_t{16} << 20);
-    if (!text.ok()) return Status::InvalidInput(fmt::format("{}: nodes_env: {}", spec.spec_path, text.status().message()));
+    if (!text.ok())
+      return Status::InvalidInput(
+          fmt::format("{}: nodes_env: {}", spec.spec_path, text.status().message()));
     dumps.emplace_back(path, ParseEnvDump(*text));
   }
   PageCacheFacts pc;
@@ -711,11 +769,16 @@ Result<GateReport> RunGate(GateEnv* env, const JobSpec& spec, const GateOptions&
   for (const auto& [path, size] : corpus->files) {
     pc.corpus_bytes += size;
     auto res = env->ResidentBytes(path);
-    if (res.ok()) resident += *res; else resident_ok = false;
+    if (res.ok())
+      resident += *res;
+    else
+      resident_ok = false;
   }
   if (resident_ok) pc.resident_bytes = resident;
   if (auto mem = env->MemTotalBytes(); mem.ok()) pc.mem_total_bytes = *mem;
-  if (!spec.data.paths.empty()) pc.network_fs = env->NetworkFsType(corpus->files.empty() ? spec.data.paths[0] : corpus->files[0].first);
+  if (!spec.data.paths.empty())
+    pc.network_fs =
+        env->NetworkFsType(corpus->files.empty() ? spec.data.paths[0] : corpus->files[0].first);
 
   const TokenizerFacts* tp = tok ? &*tok : nullptr;
   report.checks = {CheckStepsEqual(spec, *plan),
@@ -734,21 +797,31 @@ Result<GateReport> RunGate(GateEnv* env, const JobSpec& spec, const GateOptions&
   nlohmann::json table = nlohmann::json::array();
   for (size_t i = 0; i < plan->ranks.size(); ++i) {
     const auto& r = plan->ranks[i];
-    table.push_back({{"rank", i}, {"samples", r.samples}, {"tokens", r.tokens}, {"sequences", r.bins},
-                     {"micro_batches", r.micro_batches}, {"steps", r.steps}, {"steps_run", r.steps_run}});
+    table.push_back({{"rank", i},
+                     {"samples", r.samples},
+                     {"tokens", r.tokens},
+                     {"sequences", r.bins},
+                     {"micro_batches", r.micro_batches},
+                     {"steps", r.steps},
+                     {"steps_run", r.steps_run}});
   }
   report.checks[0].details["per_rank"] = table;
 
   report.overall = CheckStatus::kPass;
   for (const auto& c : report.checks) {
     if (c.status == CheckStatus::kFail) report.overall = CheckStatus::kFail;
-    if (c.status == CheckStatus::kWarn && report.overall == CheckStatus::kPass) report.overall = CheckStatus::kWarn;
+    if (c.status == CheckStatus::kWarn && report.overall == CheckStatus::kPass)
+      report.overall = CheckStatus::kWarn;
   }
   nlohmann::json sources = nlohmann::json::array();
   for (const auto& s : corpus->sources) {
-    sources.push_back({{"path", s.path}, {"format", s.format}, {"samples", s.samples}, {"bytes_read", s.bytes_read},
-                       {"seconds", s.seconds},
-                       {"mb_per_s", s.seconds > 0 ? static_cast<double>(s.bytes_read) / 1e6 / s.seconds : 0.0}});
+    sources.push_back(
+        {{"path", s.path},
+         {"format", s.format},
+         {"samples", s.samples},
+         {"bytes_read", s.bytes_read},
+         {"seconds", s.seconds},
+         {"mb_per_s", s.seconds > 0 ? static_cast<double>(s.bytes_read) / 1e6 / s.seconds : 0.0}});
   }
   report.summary = {{"world_size", spec.World()},
                     {"data_parallel", MakeBatchingConfig(spec).data_parallel},
@@ -770,7 +843,9 @@ nlohmann::json GateReportToJson(const GateReport& report) {
   out["status"] = std::string(CheckStatusName(report.overall));
   nlohmann::json checks = nlohmann::json::array();
   for (const auto& c : report.checks) {
-    checks.push_back({{"name", c.name}, {"status", std::string(CheckStatusName(c.status))}, {"reason", c.reason},
+    checks.push_back({{"name", c.name},
+                      {"status", std::string(CheckStatusName(c.status))},
+                      {"reason", c.reason},
                       {"details", c.details}});
   }
   out["checks"] = checks;
@@ -781,11 +856,12 @@ nlohmann::json GateReportToJson(const GateReport& report) {
 std::string FormatGateReport(const JobSpec& spec, const GateReport& report, bool strict) {
   std::string out;
   const auto& s = report.summary;
-  out += fmt::format("wattwatch gate {}: {} ranks (DP {}), {} samples, {} tokens, packing {} ({} scope), "
-                     "sharding {}\n\n",
-                     spec.spec_path, spec.World(), s.value("data_parallel", 0u), s.value("samples", uint64_t{0}),
-                     s.value("tokens", uint64_t{0}), PackingName(spec.packing), PackingScopeName(spec.packing_scope),
-                     ShardingName(spec.sharding));
+  out += fmt::format(
+      "wattwatch gate {}: {} ranks (DP {}), {} samples, {} tokens, packing {} ({} scope), "
+      "sharding {}\n\n",
+      spec.spec_path, spec.World(), s.value("data_parallel", 0u), s.value("samples", uint64_t{0}),
+      s.value("tokens", uint64_t{0}), PackingName(spec.packing),
+      PackingScopeName(spec.packing_scope), ShardingName(spec.sharding));
   out += fmt::format("{:<16} {:<6} {}\n", "CHECK", "STATUS", "REASON");
   for (const auto& c : report.checks) {
     std::string status(CheckStatusName(c.status));
@@ -795,19 +871,21 @@ std::string FormatGateReport(const JobSpec& spec, const GateReport& report, bool
   const auto& steps = report.checks.empty() ? CheckResult{} : report.checks[0];
   if (steps.status == CheckStatus::kFail && !report.plan.ranks.empty()) {
     out += "\nsteps per rank per epoch (the job hangs at the epoch end when these differ):\n";
-    out += fmt::format("{:>6} {:>10} {:>14} {:>10} {:>13} {:>7}\n", "rank", "samples", "tokens", "sequences",
-                       "micro_batches", "steps");
+    out += fmt::format("{:>6} {:>10} {:>14} {:>10} {:>13} {:>7}\n", "rank", "samples", "tokens",
+                       "sequences", "micro_batches", "steps");
     for (size_t i = 0; i < report.plan.ranks.size(); ++i) {
       const auto& r = report.plan.ranks[i];
-      out += fmt::format("{:>6} {:>10} {:>14} {:>10} {:>13} {:>7}{}\n", i, r.samples, r.tokens, r.bins,
-                         r.micro_batches, r.steps, r.steps == report.plan.min_steps ? "  <- fewest" : "");
+      out += fmt::format("{:>6} {:>10} {:>14} {:>10} {:>13} {:>7}{}\n", i, r.samples, r.tokens,
+                         r.bins, r.micro_batches, r.steps,
+                         r.steps == report.plan.min_steps ? "  <- fewest" : "");
     }
-    out += fmt::format("\nfix: add `max_steps: {}` to the job (every rank stops after the smallest rank's step "
-                       "count; FSDP/ZeRO-3 cannot use Join){}\n",
-                       report.plan.equalized_max_steps,
-                       spec.packing != Packing::kNone && spec.packing_scope == PackingScope::kRank
-                           ? ", or pack the corpus globally before sharding (packing_scope: global)"
-                           : "");
+    out += fmt::format(
+        "\nfix: add `max_steps: {}` to the job (every rank stops after the smallest rank's step "
+        "count; FSDP/ZeRO-3 cannot use Join){}\n",
+        report.plan.equalized_max_steps,
+        spec.packing != Packing::kNone && spec.packing_scope == PackingScope::kRank
+            ? ", or pack the corpus globally before sharding (packing_scope: global)"
+            : "");
   }
   const int code = GateExitCode(report, strict);
   out += fmt::format("\nresult: {} (exit {})\n", CheckStatusName(report.overall), code);

@@ -8,11 +8,10 @@
 
 #include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "core/clock.h"
 #include "core/status.h"
@@ -70,7 +69,8 @@ using EnvDump = std::map<std::string, std::string>;
 EnvDump ParseEnvDump(const std::string& text);
 
 // Makes the encoder for text-jsonl; Unavailable when the tokenizer library is not built.
-using TokenCounterFactory = Result<std::unique_ptr<TokenCounter>> (*)(const std::string& tokenizer_json_path);
+using TokenCounterFactory =
+    Result<std::unique_ptr<TokenCounter>> (*)(const std::string& tokenizer_json_path);
 
 struct GateOptions {
   Clock* clock = nullptr;  // for the read timings; SystemClock() when null
@@ -99,9 +99,11 @@ CheckResult CheckGlobalBatch(const JobSpec& spec);
 CheckResult CheckSeqFit(const JobSpec& spec, const CorpusSummary& corpus);
 CheckResult CheckTokenRange(const JobSpec& spec, const CorpusSummary& corpus);
 CheckResult CheckPadEos(const JobSpec& spec, const TokenizerFacts* tokenizer);
-CheckResult CheckTokenizerMatch(const JobSpec& spec, const TokenizerFacts* tokenizer, const CorpusSummary& corpus);
+CheckResult CheckTokenizerMatch(const JobSpec& spec, const TokenizerFacts* tokenizer,
+                                const CorpusSummary& corpus);
 CheckResult CheckCkptSpace(const JobSpec& spec, std::optional<uint64_t> free_bytes);
-CheckResult CheckEnvConsistency(const JobSpec& spec, const std::vector<std::pair<std::string, EnvDump>>& dumps);
+CheckResult CheckEnvConsistency(const JobSpec& spec,
+                                const std::vector<std::pair<std::string, EnvDump>>& dumps);
 CheckResult CheckTopology(const JobSpec& spec);
 struct PageCacheFacts {
   uint64_t corpus_bytes = 0;

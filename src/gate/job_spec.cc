@@ -1,5 +1,6 @@
 #include "gate/job_spec.h"
 
+#include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -7,10 +8,8 @@
 #include <cstdlib>
 #include <filesystem>
 #include <initializer_list>
-#include <string_view>
-
-#include <fmt/format.h>
 #include <nlohmann/json.hpp>
+#include <string_view>
 
 namespace ww::gate {
 namespace {
@@ -43,8 +42,10 @@ class SpecParser {
     return Status::InvalidInput(fmt::format("{}: {}: {}", file_, key, why));
   }
 
-  Status CheckKeys(const YAML::Node& map, std::string_view where, std::initializer_list<std::string_view> known) const {
-    if (!map.IsMap()) return Error(map, where.empty() ? "(top level)" : where, "expected a mapping of keys");
+  Status CheckKeys(const YAML::Node& map, std::string_view where,
+                   std::initializer_list<std::string_view> known) const {
+    if (!map.IsMap())
+      return Error(map, where.empty() ? "(top level)" : where, "expected a mapping of keys");
     for (const auto& kv : map) {
       const std::string key = kv.first.Scalar();
       if (std::find(known.begin(), known.end(), key) != known.end()) continue;
@@ -65,20 +66,23 @@ class SpecParser {
     return Status::Ok();
   }
 
-  Result<uint64_t> Uint(const YAML::Node& node, std::string_view key, uint64_t min_value, uint64_t max_value) const {
+  Result<uint64_t> Uint(const YAML::Node& node, std::string_view key, uint64_t min_value,
+                        uint64_t max_value) const {
     if (!node.IsScalar()) return Error(node, key, "expected a number");
     const std::string& s = node.Scalar();
     double v = 0;
     char* end = nullptr;
     errno = 0;
     v = std::strtod(s.c_str(), &end);
-    if (s.empty() || end != s.c_str() + s.size() || errno != 0 || !std::isfinite(v) || v != std::floor(v)) {
+    if (s.empty() || end != s.c_str() + s.size() || errno != 0 || !std::isfinite(v) ||
+        v != std::floor(v)) {
       return Error(node, key, fmt::format("'{}' is not a whole number", s));
     }
     if (v < static_cast<double>(min_value) || v > static_cast<double>(max_value)) {
       return Error(node, key, fmt::format("{} is out of range ({}..{})", s, min_value, max_value));
     }
-    if (s.find_first_not_of("0123456789") == std::string::npos) return std::strtoull(s.c_str(), nullptr, 10);
+    if (s.find_first_not_of("0123456789") == std::string::npos)
+      return std::strtoull(s.c_str(), nullptr, 10);
     return static_cast<uint64_t>(v);
   }
 
@@ -94,7 +98,8 @@ class SpecParser {
   }
 
   Result<std::string> String(const YAML::Node& node, std::string_view key) const {
-    if (!node.IsScalar() || node.Scalar().empty()) return Error(node, key, "expected a non-empty string");
+    if (!node.IsScalar() || node.Scalar().empty())
+      return Error(node, key, "expected a non-empty string");
     return node.Scalar();
   }
 
@@ -113,7 +118,8 @@ class SpecParser {
       out.push_back(node.Scalar());
       return out;
     }
-    if (!node.IsSequence() || node.size() == 0) return Error(node, key, "expected a non-empty list of strings");
+    if (!node.IsSequence() || node.size() == 0)
+      return Error(node, key, "expected a non-empty list of strings");
     for (size_t i = 0; i < node.size(); ++i) {
       auto s = String(node[i], fmt::format("{}[{}]", key, i));
       if (!s.ok()) return s.status();
@@ -128,8 +134,8 @@ class SpecParser {
   }
 
   template <typename T>
-  Result<T> Enum(const YAML::Node& node, std::string_view key, std::optional<T> (*parse)(std::string_view),
-                 const char* allowed) const {
+  Result<T> Enum(const YAML::Node& node, std::string_view key,
+                 std::optional<T> (*parse)(std::string_view), const char* allowed) const {
     auto s = String(node, key);
     if (!s.ok()) return s.status();
     auto v = parse(*s);
@@ -144,25 +150,26 @@ class SpecParser {
   std::string base_dir_;
 };
 
-#define WW_ASSIGN(lhs, expr)               \
-  do {                                     \
-    auto ww_r_ = (expr);                   \
+#define WW_ASSIGN(lhs, expr)                \
+  do {                                      \
+    auto ww_r_ = (expr);                    \
     if (!ww_r_.ok()) return ww_r_.status(); \
-    lhs = std::move(*ww_r_);               \
+    lhs = std::move(*ww_r_);                \
   } while (0)
 
 Result<JobSpec> ParseRoot(const YAML::Node& root, const SpecParser& p) {
   JobSpec spec;
   spec.spec_path = p.file();
-  WW_RETURN_IF_ERROR(p.CheckKeys(root, "",
-                                 {"world_size", "nodes", "gpus_per_node", "parallel", "micro_batch_size",
-                                  "grad_accum", "global_batch_size", "seq_len", "epochs", "max_steps", "data",
-                                  "sharding", "packing", "packing_scope", "drop_last", "model", "checkpoint",
-                                  "nodes_env", "env_allowlist"}));
+  WW_RETURN_IF_ERROR(p.CheckKeys(
+      root, "",
+      {"world_size", "nodes", "gpus_per_node", "parallel", "micro_batch_size", "grad_accum",
+       "global_batch_size", "seq_len", "epochs", "max_steps", "data", "sharding", "packing",
+       "packing_scope", "drop_last", "model", "checkpoint", "nodes_env", "env_allowlist"}));
   constexpr uint64_t kMaxInt = 1u << 30;
   if (auto n = root["world_size"]) WW_ASSIGN(spec.world_size, p.Uint(n, "world_size", 1, kMaxInt));
   if (auto n = root["nodes"]) WW_ASSIGN(spec.nodes, p.Uint(n, "nodes", 1, kMaxInt));
-  if (auto n = root["gpus_per_node"]) WW_ASSIGN(spec.gpus_per_node, p.Uint(n, "gpus_per_node", 1, 1024));
+  if (auto n = root["gpus_per_node"])
+    WW_ASSIGN(spec.gpus_per_node, p.Uint(n, "gpus_per_node", 1, 1024));
   if (!spec.world_size && !(spec.nodes && spec.gpus_per_node)) {
     return p.Error(root, "world_size", "missing: give world_size, or nodes and gpus_per_node");
   }
@@ -184,28 +191,37 @@ Result<JobSpec> ParseRoot(const YAML::Node& root, const SpecParser& p) {
   WW_ASSIGN(spec.grad_accum, p.Uint(n, "grad_accum", 1, kMaxInt));
   WW_ASSIGN(n, required("seq_len"));
   WW_ASSIGN(spec.seq_len, p.Uint(n, "seq_len", 1, uint64_t{1} << 24));
-  if (auto v = root["global_batch_size"]) WW_ASSIGN(spec.global_batch_size, p.Uint(v, "global_batch_size", 1, UINT32_MAX));
+  if (auto v = root["global_batch_size"])
+    WW_ASSIGN(spec.global_batch_size, p.Uint(v, "global_batch_size", 1, UINT32_MAX));
   if (auto v = root["epochs"]) WW_ASSIGN(spec.epochs, p.Uint(v, "epochs", 1, 1u << 20));
-  if (auto v = root["max_steps"]) WW_ASSIGN(spec.max_steps, p.Uint(v, "max_steps", 1, uint64_t{1} << 50));
+  if (auto v = root["max_steps"])
+    WW_ASSIGN(spec.max_steps, p.Uint(v, "max_steps", 1, uint64_t{1} << 50));
   if (auto v = root["sharding"]) {
-    WW_ASSIGN(spec.sharding, p.Enum<Sharding>(v, "sharding", ParseSharding, "contiguous|strided|by_file"));
+    WW_ASSIGN(spec.sharding,
+              p.Enum<Sharding>(v, "sharding", ParseSharding, "contiguous|strided|by_file"));
   }
-  if (auto v = root["packing"]) WW_ASSIGN(spec.packing, p.Enum<Packing>(v, "packing", ParsePacking, "none|greedy|bfd"));
+  if (auto v = root["packing"])
+    WW_ASSIGN(spec.packing, p.Enum<Packing>(v, "packing", ParsePacking, "none|greedy|bfd"));
   if (auto v = root["packing_scope"]) {
-    WW_ASSIGN(spec.packing_scope, p.Enum<PackingScope>(v, "packing_scope", ParsePackingScope, "rank|global"));
+    WW_ASSIGN(spec.packing_scope,
+              p.Enum<PackingScope>(v, "packing_scope", ParsePackingScope, "rank|global"));
   }
-  if (spec.sharding == Sharding::kByFile && spec.packing_scope == PackingScope::kGlobal && spec.packing != Packing::kNone) {
-    return p.Error(root["packing_scope"], "packing_scope",
-                   "global packing cannot be combined with sharding: by_file (each rank packs its own files)");
+  if (spec.sharding == Sharding::kByFile && spec.packing_scope == PackingScope::kGlobal &&
+      spec.packing != Packing::kNone) {
+    return p.Error(
+        root["packing_scope"], "packing_scope",
+        "global packing cannot be combined with sharding: by_file (each rank packs its own files)");
   }
   if (auto v = root["drop_last"]) WW_ASSIGN(spec.drop_last, p.Bool(v, "drop_last"));
 
   WW_ASSIGN(n, required("data"));
   WW_RETURN_IF_ERROR(p.CheckKeys(n, "data", {"format", "paths", "field", "tokenizer"}));
-  if (!n["format"]) return p.Error(n, "data.format", "missing (required): megatron|npy|jsonl|arrow|text-jsonl");
+  if (!n["format"])
+    return p.Error(n, "data.format", "missing (required): megatron|npy|jsonl|arrow|text-jsonl");
   WW_ASSIGN(spec.data.format, p.Enum<DataFormat>(n["format"], "data.format", ParseDataFormat,
-                                                  "megatron|npy|jsonl|arrow|text-jsonl"));
-  if (!n["paths"]) return p.Error(n, "data.paths", "missing (required): a list of files or prefixes");
+                                                 "megatron|npy|jsonl|arrow|text-jsonl"));
+  if (!n["paths"])
+    return p.Error(n, "data.paths", "missing (required): a list of files or prefixes");
   WW_ASSIGN(spec.data.paths, p.StringList(n["paths"], "data.paths"));
   for (auto& path : spec.data.paths) path = p.Resolve(path);
   if (spec.data.format == DataFormat::kTextJsonl) spec.data.field = "text";
@@ -220,13 +236,16 @@ Result<JobSpec> ParseRoot(const YAML::Node& root, const SpecParser& p) {
   }
 
   if (auto m = root["model"]) {
-    WW_RETURN_IF_ERROR(p.CheckKeys(m, "model", {"params", "max_position_embeddings", "vocab_size", "config"}));
+    WW_RETURN_IF_ERROR(
+        p.CheckKeys(m, "model", {"params", "max_position_embeddings", "vocab_size", "config"}));
     ModelSpec model;
     if (auto v = m["params"]) WW_ASSIGN(model.params, p.Positive(v, "model.params"));
     if (auto v = m["max_position_embeddings"]) {
-      WW_ASSIGN(model.max_position_embeddings, p.Uint(v, "model.max_position_embeddings", 1, uint64_t{1} << 32));
+      WW_ASSIGN(model.max_position_embeddings,
+                p.Uint(v, "model.max_position_embeddings", 1, uint64_t{1} << 32));
     }
-    if (auto v = m["vocab_size"]) WW_ASSIGN(model.vocab_size, p.Uint(v, "model.vocab_size", 1, uint64_t{1} << 40));
+    if (auto v = m["vocab_size"])
+      WW_ASSIGN(model.vocab_size, p.Uint(v, "model.vocab_size", 1, uint64_t{1} << 40));
     if (auto v = m["config"]) {
       std::string c;
       WW_ASSIGN(c, p.String(v, "model.config"));
@@ -237,10 +256,12 @@ Result<JobSpec> ParseRoot(const YAML::Node& root, const SpecParser& p) {
   if (auto c = root["checkpoint"]) {
     WW_RETURN_IF_ERROR(p.CheckKeys(c, "checkpoint", {"dir", "bytes_per_param", "keep"}));
     CheckpointSpec ckpt;
-    if (!c["dir"]) return p.Error(c, "checkpoint.dir", "missing (required when checkpoint is given)");
+    if (!c["dir"])
+      return p.Error(c, "checkpoint.dir", "missing (required when checkpoint is given)");
     WW_ASSIGN(ckpt.dir, p.String(c["dir"], "checkpoint.dir"));
     ckpt.dir = p.Resolve(ckpt.dir);
-    if (auto v = c["bytes_per_param"]) WW_ASSIGN(ckpt.bytes_per_param, p.Positive(v, "checkpoint.bytes_per_param"));
+    if (auto v = c["bytes_per_param"])
+      WW_ASSIGN(ckpt.bytes_per_param, p.Positive(v, "checkpoint.bytes_per_param"));
     if (auto v = c["keep"]) WW_ASSIGN(ckpt.keep, p.Uint(v, "checkpoint.keep", 0, 1u << 20));
     spec.checkpoint = ckpt;
   }
@@ -248,7 +269,8 @@ Result<JobSpec> ParseRoot(const YAML::Node& root, const SpecParser& p) {
     WW_ASSIGN(spec.nodes_env, p.StringList(v, "nodes_env"));
     for (auto& path : spec.nodes_env) path = p.Resolve(path);
   }
-  if (auto v = root["env_allowlist"]) WW_ASSIGN(spec.env_allowlist, p.StringList(v, "env_allowlist"));
+  if (auto v = root["env_allowlist"])
+    WW_ASSIGN(spec.env_allowlist, p.StringList(v, "env_allowlist"));
   return spec;
 }
 
@@ -263,10 +285,13 @@ Result<JobSpec> ParseJobSpec(const std::string& yaml_text, const std::string& sp
   SpecParser parser(spec_path);
   try {
     YAML::Node root = YAML::Load(yaml_text);
-    if (!root.IsMap()) return Status::InvalidInput(fmt::format("{}: expected a YAML mapping of keys at the top level", spec_path));
+    if (!root.IsMap())
+      return Status::InvalidInput(
+          fmt::format("{}: expected a YAML mapping of keys at the top level", spec_path));
     return ParseRoot(root, parser);
   } catch (const YAML::Exception& e) {
-    return Status::InvalidInput(fmt::format("{}:{}: invalid YAML: {}", spec_path, e.mark.line + 1, e.msg));
+    return Status::InvalidInput(
+        fmt::format("{}:{}: invalid YAML: {}", spec_path, e.mark.line + 1, e.msg));
   }
 }
 
@@ -278,13 +303,15 @@ std::optional<double> EstimateParamsFromConfig(const std::string& text) {
     if (it == j.end() || !it->is_number()) return std::nullopt;
     return it->get<double>();
   };
-  auto hidden = num("hidden_size"), layers = num("num_hidden_layers"), inter = num("intermediate_size"),
-       heads = num("num_attention_heads"), vocab = num("vocab_size");
+  auto hidden = num("hidden_size"), layers = num("num_hidden_layers"),
+       inter = num("intermediate_size"), heads = num("num_attention_heads"),
+       vocab = num("vocab_size");
   if (!hidden || !layers || !inter || !heads || !vocab || *heads <= 0) return std::nullopt;
   const double kv = num("num_key_value_heads").value_or(*heads);
   const double head_dim = num("head_dim").value_or(*hidden / *heads);
-  const double attn = *hidden * head_dim * (*heads) * 2 + *hidden * head_dim * kv * 2;  // q, o, k, v
-  const double mlp = 3 * *hidden * *inter;  // gated MLP: gate, up, down
+  const double attn =
+      *hidden * head_dim * (*heads) * 2 + *hidden * head_dim * kv * 2;  // q, o, k, v
+  const double mlp = 3 * *hidden * *inter;                              // gated MLP: gate, up, down
   const double norms = 2 * *hidden;
   auto tie = j.find("tie_word_embeddings");
   const bool tied = tie != j.end() && tie->is_boolean() && tie->get<bool>();
@@ -299,18 +326,21 @@ Result<JobSpec> LoadJobSpec(GateEnv* env, const std::string& spec_path) {
   ModelSpec& model = *spec->model;
   auto config = ReadSmallFile(env, *model.config, 16 << 20);
   if (!config.ok()) {
-    return Status::InvalidInput(fmt::format("{}: model.config: {}", spec_path, config.status().message()));
+    return Status::InvalidInput(
+        fmt::format("{}: model.config: {}", spec_path, config.status().message()));
   }
   auto j = nlohmann::json::parse(*config, nullptr, /*allow_exceptions=*/false);
   if (!j.is_object()) {
-    return Status::InvalidInput(fmt::format("{}: model.config: {} is not a JSON object", spec_path, *model.config));
+    return Status::InvalidInput(
+        fmt::format("{}: model.config: {} is not a JSON object", spec_path, *model.config));
   }
   auto get_uint = [&](const char* key) -> std::optional<uint64_t> {
     auto it = j.find(key);
     if (it == j.end() || !it->is_number_unsigned()) return std::nullopt;
     return it->get<uint64_t>();
   };
-  if (!model.max_position_embeddings) model.max_position_embeddings = get_uint("max_position_embeddings");
+  if (!model.max_position_embeddings)
+    model.max_position_embeddings = get_uint("max_position_embeddings");
   if (!model.vocab_size) model.vocab_size = get_uint("vocab_size");
   if (!model.params) {
     model.params = EstimateParamsFromConfig(*config);

@@ -18,7 +18,7 @@ namespace ww::gate {
 
 struct DataSpec {
   DataFormat format = DataFormat::kMegatron;
-  std::vector<std::string> paths;   // resolved against the spec file's directory
+  std::vector<std::string> paths;  // resolved against the spec file's directory
   std::string field = "input_ids";
   std::optional<std::string> tokenizer;  // tokenizer.json (resolved)
 };

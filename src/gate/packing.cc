@@ -1,11 +1,11 @@
 #include "gate/packing.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <atomic>
 #include <bit>
 #include <thread>
-
-#include <fmt/format.h>
 
 namespace ww::gate {
 namespace {
@@ -50,7 +50,8 @@ class CapacitySet {
     size_t w = x / 64;
     if (w >= words.size()) return -1;
     const uint64_t masked = words[w] & (~uint64_t{0} << (x % 64));
-    if (masked != 0) return static_cast<int64_t>(w * 64 + static_cast<size_t>(std::countr_zero(masked)));
+    if (masked != 0)
+      return static_cast<int64_t>(w * 64 + static_cast<size_t>(std::countr_zero(masked)));
     // Next non-zero word after w, found one level up.
     if (level + 1 == levels_.size()) return -1;
     const int64_t next_word = Find(level + 1, w + 1);
@@ -82,21 +83,29 @@ std::optional<PackingScope> ParsePackingScope(std::string_view s) {
 }
 std::string_view ShardingName(Sharding s) {
   switch (s) {
-    case Sharding::kContiguous: return "contiguous";
-    case Sharding::kStrided: return "strided";
-    case Sharding::kByFile: return "by_file";
+    case Sharding::kContiguous:
+      return "contiguous";
+    case Sharding::kStrided:
+      return "strided";
+    case Sharding::kByFile:
+      return "by_file";
   }
   return "?";
 }
 std::string_view PackingName(Packing p) {
   switch (p) {
-    case Packing::kNone: return "none";
-    case Packing::kGreedy: return "greedy";
-    case Packing::kBfd: return "bfd";
+    case Packing::kNone:
+      return "none";
+    case Packing::kGreedy:
+      return "greedy";
+    case Packing::kBfd:
+      return "bfd";
   }
   return "?";
 }
-std::string_view PackingScopeName(PackingScope s) { return s == PackingScope::kRank ? "rank" : "global"; }
+std::string_view PackingScopeName(PackingScope s) {
+  return s == PackingScope::kRank ? "rank" : "global";
+}
 
 uint64_t CountBinsFirstFit(const uint32_t* lengths, size_t n, uint32_t seq_len) {
   if (n == 0 || seq_len == 0) return 0;
@@ -153,20 +162,26 @@ uint64_t CountBinsBestFitDecreasing(const uint32_t* lengths, size_t n, uint32_t 
 
 uint64_t CountBins(Packing packing, const uint32_t* lengths, size_t n, uint32_t seq_len) {
   switch (packing) {
-    case Packing::kNone: return n;
-    case Packing::kGreedy: return CountBinsFirstFit(lengths, n, seq_len);
-    case Packing::kBfd: return CountBinsBestFitDecreasing(lengths, n, seq_len);
+    case Packing::kNone:
+      return n;
+    case Packing::kGreedy:
+      return CountBinsFirstFit(lengths, n, seq_len);
+    case Packing::kBfd:
+      return CountBinsBestFitDecreasing(lengths, n, seq_len);
   }
   return n;
 }
 
 Result<StepPlan> PlanSteps(const CorpusLengths& corpus, const BatchingConfig& c) {
   if (c.data_parallel == 0 || c.micro_batch_size == 0 || c.grad_accum == 0 || c.seq_len == 0) {
-    return Status::InvalidInput("data-parallel size, micro_batch_size, grad_accum and seq_len must be positive");
-  }
-  if (c.sharding == Sharding::kByFile && c.scope == PackingScope::kGlobal && c.packing != Packing::kNone) {
     return Status::InvalidInput(
-        "sharding: by_file deals whole files to ranks, so each rank packs its own files; use packing_scope: rank");
+        "data-parallel size, micro_batch_size, grad_accum and seq_len must be positive");
+  }
+  if (c.sharding == Sharding::kByFile && c.scope == PackingScope::kGlobal &&
+      c.packing != Packing::kNone) {
+    return Status::InvalidInput(
+        "sharding: by_file deals whole files to ranks, so each rank packs its own files; use "
+        "packing_scope: rank");
   }
   const uint32_t dp = c.data_parallel;
   const auto& lengths = corpus.lengths;
@@ -190,7 +205,8 @@ Result<StepPlan> PlanSteps(const CorpusLengths& corpus, const BatchingConfig& c)
     for (auto& r : plan.ranks) {
       r.bins = bins;
       r.tokens = plan.total_bins == 0 ? 0
-                                      : static_cast<uint64_t>(static_cast<double>(tokens) * static_cast<double>(bins) /
+                                      : static_cast<uint64_t>(static_cast<double>(tokens) *
+                                                              static_cast<double>(bins) /
                                                               static_cast<double>(plan.total_bins));
     }
   } else {
@@ -200,7 +216,8 @@ Result<StepPlan> PlanSteps(const CorpusLengths& corpus, const BatchingConfig& c)
       if (c.sharding == Sharding::kByFile) {
         for (size_t f = rank; f < corpus.file_starts.size(); f += dp) {
           const size_t begin = corpus.file_starts[f];
-          const size_t end = f + 1 < corpus.file_starts.size() ? corpus.file_starts[f + 1] : lengths.size();
+          const size_t end =
+              f + 1 < corpus.file_starts.size() ? corpus.file_starts[f + 1] : lengths.size();
           mine.insert(mine.end(), lengths.begin() + static_cast<ptrdiff_t>(begin),
                       lengths.begin() + static_cast<ptrdiff_t>(end));
         }
@@ -208,7 +225,8 @@ Result<StepPlan> PlanSteps(const CorpusLengths& corpus, const BatchingConfig& c)
         const uint64_t count = per_rank(n);
         mine.reserve(count);
         for (uint64_t k = 0; k < count; ++k) {
-          const uint64_t unit = c.sharding == Sharding::kStrided ? k * dp + rank : uint64_t{rank} * count + k;
+          const uint64_t unit =
+              c.sharding == Sharding::kStrided ? k * dp + rank : uint64_t{rank} * count + k;
           mine.push_back(lengths[unit % n]);  // wraps only when padding without drop_last
         }
       }
@@ -217,7 +235,8 @@ Result<StepPlan> PlanSteps(const CorpusLengths& corpus, const BatchingConfig& c)
       r.tokens = truncated_tokens(mine);
       r.bins = CountBins(c.packing, mine.data(), mine.size(), c.seq_len);
     };
-    const uint32_t threads = std::max<uint32_t>(1, std::min<uint32_t>(dp, std::min(8u, std::thread::hardware_concurrency())));
+    const uint32_t threads = std::max<uint32_t>(
+        1, std::min<uint32_t>(dp, std::min(8u, std::thread::hardware_concurrency())));
     std::atomic<uint32_t> next_rank{0};
     auto worker = [&] {
       std::vector<uint32_t> mine;
@@ -238,8 +257,9 @@ Result<StepPlan> PlanSteps(const CorpusLengths& corpus, const BatchingConfig& c)
   }
   if (plan.ranks.empty()) plan.min_steps = 0;
   plan.equalized_max_steps = plan.min_steps;
-  plan.steps_equal = std::all_of(plan.ranks.begin(), plan.ranks.end(),
-                                 [&](const RankPlan& r) { return r.steps_run == plan.ranks[0].steps_run; });
+  plan.steps_equal = std::all_of(plan.ranks.begin(), plan.ranks.end(), [&](const RankPlan& r) {
+    return r.steps_run == plan.ranks[0].steps_run;
+  });
   return plan;
 }
 

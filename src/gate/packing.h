@@ -61,21 +61,21 @@ struct CorpusLengths {
 };
 
 struct RankPlan {
-  uint64_t samples = 0;        // samples this rank reads per epoch (0 for global packing)
-  uint64_t tokens = 0;         // tokens after truncation (packed tokens for global packing)
-  uint64_t bins = 0;           // sequences of seq_len (or samples without packing)
+  uint64_t samples = 0;  // samples this rank reads per epoch (0 for global packing)
+  uint64_t tokens = 0;   // tokens after truncation (packed tokens for global packing)
+  uint64_t bins = 0;     // sequences of seq_len (or samples without packing)
   uint64_t micro_batches = 0;
-  uint64_t steps = 0;          // optimizer steps per epoch before max_steps
-  uint64_t steps_run = 0;      // after max_steps
+  uint64_t steps = 0;      // optimizer steps per epoch before max_steps
+  uint64_t steps_run = 0;  // after max_steps
 };
 
 struct StepPlan {
-  std::vector<RankPlan> ranks;   // by data-parallel rank
-  uint64_t total_bins = 0;       // global packing: bins before they are dealt to ranks
-  uint64_t min_steps = 0, max_steps = 0;   // over ranks, before max_steps
+  std::vector<RankPlan> ranks;            // by data-parallel rank
+  uint64_t total_bins = 0;                // global packing: bins before they are dealt to ranks
+  uint64_t min_steps = 0, max_steps = 0;  // over ranks, before max_steps
   // Equalize-to-minimum: the max_steps that makes every rank stop together.
   uint64_t equalized_max_steps = 0;
-  bool steps_equal = false;      // after max_steps
+  bool steps_equal = false;  // after max_steps
 };
 
 // Bins needed to pack `lengths` (each truncated to seq_len) with first-fit / best-fit

@@ -17,7 +17,8 @@ namespace {
 // the user's spec can absorb; the step replay cares about text tokens.
 class TokenizerCounter final : public TokenCounter {
  public:
-  explicit TokenizerCounter(std::unique_ptr<Tokenizer> tokenizer) : tokenizer_(std::move(tokenizer)) {}
+  explicit TokenizerCounter(std::unique_ptr<Tokenizer> tokenizer)
+      : tokenizer_(std::move(tokenizer)) {}
   Status Encode(std::string_view text, std::vector<uint32_t>* ids) override {
     *ids = tokenizer_->Encode(text, /*add_special_tokens=*/false);
     return Status::Ok();
@@ -40,9 +41,10 @@ Result<std::unique_ptr<TokenCounter>> MakeTokenizerCounter(const std::string& to
 #else
 
 Result<std::unique_ptr<TokenCounter>> MakeTokenizerCounter(const std::string& tokenizer_json_path) {
-  return Status::Unavailable(fmt::format(
-      "{}: text-jsonl is unavailable: tokenizer not built (src/gate/tokenizer is missing from this build)",
-      tokenizer_json_path));
+  return Status::Unavailable(
+      fmt::format("{}: text-jsonl is unavailable: tokenizer not built (src/gate/tokenizer is "
+                  "missing from this build)",
+                  tokenizer_json_path));
 }
 
 #endif

@@ -1,10 +1,10 @@
 #include "report/html_report.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-
-#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "core/timefmt.h"
@@ -150,11 +150,20 @@ std::string Escape(std::string_view s) {
   out.reserve(s.size());
   for (char c : s) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
@@ -216,7 +225,8 @@ nlohmann::json TimelineJson(const TriageReport& report, const TimelineCollector&
     const auto& th = tl.thresholds();
     nlohmann::json levels = {
         {"idle_w", std::round(cal.floor_w())},
-        {"spin_max_w", std::round(cal.floor_w() + th.spin_power_frac * (cal.top_w() - cal.floor_w()))},
+        {"spin_max_w",
+         std::round(cal.floor_w() + th.spin_power_frac * (cal.top_w() - cal.floor_w()))},
         {"comm_w", std::round(cal.floor_w() + th.comm_level_frac * cal.design_range_w())},
         {"compute_w", std::round(cal.compute_level_w())},
     };
@@ -272,8 +282,8 @@ std::string SummaryTable(const TriageReport& r) {
   std::array<double, kNumGpuStates> total{};
   for (const auto& g : r.gpus) {
     const double t = g.total_seconds();
-    h += fmt::format("<tr><td>{}/GPU{}</td><td>{}</td>", Escape(HostName(r, g.key.host)),
-                     g.key.gpu, Escape(g.name));
+    h += fmt::format("<tr><td>{}/GPU{}</td><td>{}</td>", Escape(HostName(r, g.key.host)), g.key.gpu,
+                     Escape(g.name));
     for (size_t s = 0; s < total.size(); ++s) {
       total[s] += g.seconds[s];
       h += t > 0 ? fmt::format("<td>{:.1f} %</td>", 100.0 * g.seconds[s] / t) : "<td>-</td>";
@@ -294,10 +304,11 @@ std::string SummaryTable(const TriageReport& r) {
 }
 
 std::string Headline(const TriageReport& r) {
-  std::string h = fmt::format(
-      "<p class=\"headline\">{} GPUs on {} host{}, {} &rarr; {} ({}). ", r.gpus.size(),
-      r.hosts.size(), r.hosts.size() == 1 ? "" : "s", FormatIsoMs(r.first_ms, r.with_zone), FormatIsoMs(r.last_ms, r.with_zone),
-      Duration(static_cast<double>(r.last_ms - r.first_ms) / 1000.0));
+  std::string h =
+      fmt::format("<p class=\"headline\">{} GPUs on {} host{}, {} &rarr; {} ({}). ", r.gpus.size(),
+                  r.hosts.size(), r.hosts.size() == 1 ? "" : "s",
+                  FormatIsoMs(r.first_ms, r.with_zone), FormatIsoMs(r.last_ms, r.with_zone),
+                  Duration(static_cast<double>(r.last_ms - r.first_ms) / 1000.0));
   if (r.hang_episodes.empty()) {
     h += "No hang found.";
   } else {
@@ -322,8 +333,8 @@ std::string EpisodeList(const TriageReport& r) {
                      e.wasted_gpu_hours(), FormatIsoMs(e.detected_at_ms, r.with_zone));
     std::string culprits;
     for (GpuKey k : e.culprits) {
-      culprits += (culprits.empty() ? "" : ", ") +
-                  fmt::format("{}/GPU{}", HostName(r, k.host), k.gpu);
+      culprits +=
+          (culprits.empty() ? "" : ", ") + fmt::format("{}/GPU{}", HostName(r, k.host), k.gpu);
     }
     h += fmt::format("<br>culprit: {}<ul>", culprits.empty() ? "undetermined" : Escape(culprits));
     for (const auto& reason : e.reasons) h += "<li>" + Escape(reason) + "</li>";
@@ -368,7 +379,8 @@ std::string RenderHtml(const TriageReport& report, const TimelineCollector& time
   if (!inputs.empty()) page += "<p class=\"inputs\">" + Escape(inputs) + "</p>";
   page += Headline(report);
   page += "</header>\n";
-  page += R"(<div class="toolbar"><button id="zin">zoom in</button><button id="zout">zoom out</button><button id="zreset">whole run</button> <span class="hint">wheel: zoom &middot; drag: pan &middot; click a lane: show its power and utilization &middot; hover: details</span> <span id="range"></span></div>
+  page +=
+      R"(<div class="toolbar"><button id="zin">zoom in</button><button id="zout">zoom out</button><button id="zreset">whole run</button> <span class="hint">wheel: zoom &middot; drag: pan &middot; click a lane: show its power and utilization &middot; hover: details</span> <span id="range"></span></div>
 <div class="legend" id="legend"></div>
 <div id="charts"><canvas id="lanes"></canvas>
 <div class="gpuhead">GPU: <select id="gpusel"></select> <span id="gpuinfo"></span></div>

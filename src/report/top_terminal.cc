@@ -1,4 +1,5 @@
 // RunTop: the terminal side of `wattwatch top` (raw mode, alternate screen, keys, pacing).
+#include <fmt/format.h>
 #include <poll.h>
 #include <sys/ioctl.h>
 #include <termios.h>
@@ -8,8 +9,6 @@
 #include <cerrno>
 #include <optional>
 #include <string>
-
-#include <fmt/format.h>
 
 #include "report/top_view.h"
 
@@ -153,14 +152,23 @@ Status RunTop(TelemetrySource& source, Clock& clock, const TopRunOptions& o) {
         for (Key k : DecodeKeys(buf, n > 0 ? static_cast<size_t>(n) : 0)) {
           changed = true;
           switch (k) {
-            case Key::kQuit: quit = true; return;
+            case Key::kQuit:
+              quit = true;
+              return;
             case Key::kSort:
               view.sort = static_cast<TopSort>((static_cast<int>(view.sort) + 1) % 3);
               break;
-            case Key::kUp: move_pick(-1); break;
-            case Key::kDown: move_pick(1); break;
-            case Key::kEnter: view.details = !view.details; break;
-            case Key::kNone: break;
+            case Key::kUp:
+              move_pick(-1);
+              break;
+            case Key::kDown:
+              move_pick(1);
+              break;
+            case Key::kEnter:
+              view.details = !view.details;
+              break;
+            case Key::kNone:
+              break;
           }
         }
       }

@@ -1,9 +1,9 @@
 #include "report/top_view.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
-
-#include <fmt/format.h>
 
 #include "core/timefmt.h"
 
@@ -11,9 +11,12 @@ namespace ww::report {
 
 const char* TopSortName(TopSort s) {
   switch (s) {
-    case TopSort::kGpu: return "gpu";
-    case TopSort::kPower: return "power";
-    case TopSort::kState: return "state";
+    case TopSort::kGpu:
+      return "gpu";
+    case TopSort::kPower:
+      return "power";
+    case TopSort::kState:
+      return "state";
   }
   return "gpu";
 }
@@ -96,12 +99,18 @@ namespace {
 
 const char* StateColor(GpuState s) {
   switch (s) {
-    case GpuState::kIdle: return "\x1b[90m";
-    case GpuState::kCompute: return "\x1b[32m";
-    case GpuState::kCommunication: return "\x1b[36m";
-    case GpuState::kDataStarved: return "\x1b[33m";
-    case GpuState::kCheckpoint: return "\x1b[35m";
-    case GpuState::kHang: return "\x1b[1;31m";
+    case GpuState::kIdle:
+      return "\x1b[90m";
+    case GpuState::kCompute:
+      return "\x1b[32m";
+    case GpuState::kCommunication:
+      return "\x1b[36m";
+    case GpuState::kDataStarved:
+      return "\x1b[33m";
+    case GpuState::kCheckpoint:
+      return "\x1b[35m";
+    case GpuState::kHang:
+      return "\x1b[1;31m";
   }
   return "";
 }
@@ -167,14 +176,14 @@ std::vector<std::string> RenderTop(const TopModel& model, const TopViewState& v)
   // Fixed columns: marker 2, label 15, state 14, power 24, util 6, mem 17 = 78, then sparkline.
   const int fixed = 2 + 15 + 14 + 24 + 6 + 17;
   const int spark_w = std::clamp(width - fixed - 12, 0, static_cast<int>(TopModel::kHistoryPoints));
-  lines.push_back(Clip(fmt::format("  {:<15}{:<14}{:<24}{:>5} {:<17}{}", "GPU", "STATE",
-                                   "POWER / LIMIT", "UTIL", "  MEMORY",
-                                   spark_w > 0 ? "POWER, last " + std::to_string(spark_w) + " s"
-                                               : ""),
-                       width));
+  lines.push_back(Clip(
+      fmt::format("  {:<15}{:<14}{:<24}{:>5} {:<17}{}", "GPU", "STATE", "POWER / LIMIT", "UTIL",
+                  "  MEMORY", spark_w > 0 ? "POWER, last " + std::to_string(spark_w) + " s" : ""),
+      width));
 
   const std::vector<GpuKey> keys = SortedKeys(model, v.sort);
-  const int selected = keys.empty() ? 0 : std::clamp(v.selected, 0, static_cast<int>(keys.size()) - 1);
+  const int selected =
+      keys.empty() ? 0 : std::clamp(v.selected, 0, static_cast<int>(keys.size()) - 1);
   // Rows that fit: leave room for the header, the hang box, details and the key help.
   const int reserved = 2 + 8 + (v.details ? 8 : 0) + 2;
   const int fit = std::max(1, v.height - reserved);
@@ -202,9 +211,9 @@ std::vector<std::string> RenderTop(const TopModel& model, const TopViewState& v)
     const std::string util = r.util_pct ? fmt::format("{:.0f}%", *r.util_pct) : "n/a";
     std::string mem = "n/a";
     if (r.mem_used_mib) {
-      mem = r.mem_total_mib ? fmt::format("{:.1f}/{:.0f} GiB", *r.mem_used_mib / 1024,
-                                          *r.mem_total_mib / 1024)
-                            : fmt::format("{:.1f} GiB", *r.mem_used_mib / 1024);
+      mem = r.mem_total_mib
+                ? fmt::format("{:.1f}/{:.0f} GiB", *r.mem_used_mib / 1024, *r.mem_total_mib / 1024)
+                : fmt::format("{:.1f} GiB", *r.mem_used_mib / 1024);
     }
     const bool is_sel = i == selected;
     const bool is_culprit =
@@ -248,17 +257,17 @@ std::vector<std::string> RenderTop(const TopModel& model, const TopViewState& v)
   if (v.details && !keys.empty()) {
     const TopRow& r = model.rows().at(keys[static_cast<size_t>(selected)]);
     lines.push_back("");
-    lines.push_back(std::string(bold) +
-                    Clip(fmt::format("{} - {}", r.label, r.name.empty() ? "unknown model" : r.name),
-                         width) +
-                    reset);
-    std::string d = fmt::format("  power {} W, limit {} W, peak {:.0f} W; util {}; SM {} MHz; {} C",
-                                r.power_w ? fmt::format("{:.0f}", *r.power_w) : "n/a",
-                                r.power_limit_w ? fmt::format("{:.0f}", *r.power_limit_w) : "n/a",
-                                r.peak_power_w,
-                                r.util_pct ? fmt::format("{:.0f} %", *r.util_pct) : "n/a",
-                                r.sm_clock_mhz ? fmt::format("{:.0f}", *r.sm_clock_mhz) : "n/a",
-                                r.temperature_c ? fmt::format("{:.0f}", *r.temperature_c) : "n/a");
+    lines.push_back(
+        std::string(bold) +
+        Clip(fmt::format("{} - {}", r.label, r.name.empty() ? "unknown model" : r.name), width) +
+        reset);
+    std::string d =
+        fmt::format("  power {} W, limit {} W, peak {:.0f} W; util {}; SM {} MHz; {} C",
+                    r.power_w ? fmt::format("{:.0f}", *r.power_w) : "n/a",
+                    r.power_limit_w ? fmt::format("{:.0f}", *r.power_limit_w) : "n/a",
+                    r.peak_power_w, r.util_pct ? fmt::format("{:.0f} %", *r.util_pct) : "n/a",
+                    r.sm_clock_mhz ? fmt::format("{:.0f}", *r.sm_clock_mhz) : "n/a",
+                    r.temperature_c ? fmt::format("{:.0f}", *r.temperature_c) : "n/a");
     lines.push_back(Clip(d, width));
     for (const auto& g : model.engine().gpu_stats()) {
       if (g.key != r.key) continue;
@@ -280,7 +289,8 @@ std::vector<std::string> RenderTop(const TopModel& model, const TopViewState& v)
     }
   }
   lines.push_back("");
-  std::string keys_help = "q quit  s sort (gpu/power/state)  j/k or arrows pick a GPU  enter details";
+  std::string keys_help =
+      "q quit  s sort (gpu/power/state)  j/k or arrows pick a GPU  enter details";
   if (!v.status.empty()) keys_help += "  |  " + v.status;
   lines.push_back(Clip(keys_help, width));
   if (static_cast<int>(lines.size()) > v.height && v.height > 0) {

@@ -85,8 +85,8 @@ std::vector<GpuKey> SortedKeys(const TopModel& model, TopSort sort);
 std::vector<std::string> RenderTop(const TopModel& model, const TopViewState& view);
 
 struct TopRunOptions {
-  double speed = 1;         // replay/sim: sample time runs this many times faster than real time
-  bool live = false;        // live source: read every interval_ms instead of pacing by timestamps
+  double speed = 1;   // replay/sim: sample time runs this many times faster than real time
+  bool live = false;  // live source: read every interval_ms instead of pacing by timestamps
   int64_t interval_ms = 500;
   std::string source_label;
   int in_fd = 0;

@@ -1,8 +1,8 @@
 #include "report/triage_report.h"
 
-#include <algorithm>
-
 #include <fmt/format.h>
+
+#include <algorithm>
 
 #include "core/timefmt.h"
 
@@ -92,8 +92,8 @@ std::string RenderText(const TriageReport& r, bool color) {
   int64_t samples = 0;
   for (const auto& g : r.gpus) samples += g.samples;
   out += fmt::format("wattwatch triage: {} host{}, {} GPUs, {} .. {} ({}), {} samples\n\n",
-                     r.hosts.size(), r.hosts.size() == 1 ? "" : "s", r.gpus.size(),
-                     ts(r.first_ms), ts(r.last_ms), Duration(span_s), samples);
+                     r.hosts.size(), r.hosts.size() == 1 ? "" : "s", r.gpus.size(), ts(r.first_ms),
+                     ts(r.last_ms), Duration(span_s), samples);
   const char* red = color ? "\033[1;31m" : "";
   const char* green = color ? "\033[1;32m" : "";
   const char* reset = color ? "\033[0m" : "";
@@ -104,11 +104,11 @@ std::string RenderText(const TriageReport& r, bool color) {
   for (size_t i = 0; i < r.hang_episodes.size(); ++i) {
     const auto& e = r.hang_episodes[i];
     const double dur = static_cast<double>(e.end_ms - e.start_ms) / 1000.0;
-    out += fmt::format(
-        "{}HANG {}{}: {} stuck from {} to {}{} ({}); confirmed at {} (+{:.1f} s)\n", red, i + 1,
-        reset, GpuList(r, e.gpus), ts(e.start_ms), ts(e.end_ms),
-        e.ongoing ? " (still stuck at the end of the log)" : "", Duration(dur),
-        ts(e.detected_at_ms), static_cast<double>(e.detected_at_ms - e.start_ms) / 1000.0);
+    out += fmt::format("{}HANG {}{}: {} stuck from {} to {}{} ({}); confirmed at {} (+{:.1f} s)\n",
+                       red, i + 1, reset, GpuList(r, e.gpus), ts(e.start_ms), ts(e.end_ms),
+                       e.ongoing ? " (still stuck at the end of the log)" : "", Duration(dur),
+                       ts(e.detected_at_ms),
+                       static_cast<double>(e.detected_at_ms - e.start_ms) / 1000.0);
     out += fmt::format("  culprit{}: {}\n", e.culprits.size() == 1 ? "" : "s",
                        e.culprits.empty() ? "unknown" : GpuList(r, e.culprits));
     out += fmt::format("  wasted: {:.2f} GPU-hours\n", e.wasted_gpu_hours());
@@ -119,13 +119,14 @@ std::string RenderText(const TriageReport& r, bool color) {
   }
   if (!r.checkpoints.empty()) {
     double total = 0;
-    for (const auto& c : r.checkpoints) total += static_cast<double>(c.end_ms - c.start_ms) / 1000.0;
+    for (const auto& c : r.checkpoints)
+      total += static_cast<double>(c.end_ms - c.start_ms) / 1000.0;
     out += fmt::format("\nCheckpoints: {} ({} in all)\n", r.checkpoints.size(), Duration(total));
     for (const auto& c : r.checkpoints) {
-      out += fmt::format("  {} .. {} ({}): {}\n", ts(c.start_ms), ts(c.end_ms),
-                         Duration(static_cast<double>(c.end_ms - c.start_ms) / 1000.0),
-                         c.all_ranks ? "all ranks saving"
-                                     : "peers waited on " + GpuList(r, c.writers));
+      out += fmt::format(
+          "  {} .. {} ({}): {}\n", ts(c.start_ms), ts(c.end_ms),
+          Duration(static_cast<double>(c.end_ms - c.start_ms) / 1000.0),
+          c.all_ranks ? "all ranks saving" : "peers waited on " + GpuList(r, c.writers));
     }
   }
 
@@ -138,9 +139,10 @@ std::string RenderText(const TriageReport& r, bool color) {
     std::string row = fmt::format("{:<14} {:>4}", HostName(r, g.key.host), g.key.gpu);
     for (size_t s = 0; s < kNumGpuStates; ++s) {
       job[s] += g.seconds[s];
-      row += fmt::format(" {:>{}}", total > 0 ? fmt::format("{:.1f}%", 100 * g.seconds[s] / total)
-                                              : std::string("-"),
-                         s == 1 || s == 3 ? 8 : (s == 5 ? 6 : 7));
+      row += fmt::format(
+          " {:>{}}",
+          total > 0 ? fmt::format("{:.1f}%", 100 * g.seconds[s] / total) : std::string("-"),
+          s == 1 || s == 3 ? 8 : (s == 5 ? 6 : 7));
     }
     auto cs = g.comm_share();
     row += fmt::format(" {:>6}", cs ? fmt::format("{:.0f}%", 100 * *cs) : std::string("-"));
@@ -176,8 +178,11 @@ nlohmann::json RenderJson(const TriageReport& r) {
       for (size_t s = 0; s < kNumGpuStates; ++s) {
         seconds[std::string(kGpuStateNames[s])] = std::round(g.seconds[s] * 1000) / 1000;
       }
-      json gj = {{"gpu", g.key.gpu},     {"name", g.name},     {"samples", g.samples},
-                 {"seconds", seconds},   {"calibration", g.calibration}};
+      json gj = {{"gpu", g.key.gpu},
+                 {"name", g.name},
+                 {"samples", g.samples},
+                 {"seconds", seconds},
+                 {"calibration", g.calibration}};
       auto cs = g.comm_share();
       gj["comm_share"] = cs ? json(std::round(*cs * 10000) / 10000) : json(nullptr);
       gpus.push_back(std::move(gj));

@@ -3,10 +3,9 @@
 // gpus, culprits, reasons}, wasted_gpu_hours.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "triage/engine.h"
 

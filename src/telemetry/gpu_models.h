@@ -9,10 +9,10 @@
 namespace ww {
 
 struct GpuModel {
-  std::string_view name;         // as nvidia-smi prints it
-  std::string_view match;        // lower-case substring that identifies the model in a name
-  double tdp_w;                  // default board power limit
-  double idle_w;                 // no process, clocks down
+  std::string_view name;   // as nvidia-smi prints it
+  std::string_view match;  // lower-case substring that identifies the model in a name
+  double tdp_w;            // default board power limit
+  double idle_w;           // no process, clocks down
   double max_sm_clock_mhz;
   double idle_sm_clock_mhz;
   double mem_clock_mhz;

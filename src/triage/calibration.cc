@@ -1,9 +1,9 @@
 #include "triage/calibration.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
-
-#include <fmt/format.h>
 
 #include "telemetry/gpu_models.h"
 
@@ -23,8 +23,7 @@ size_t Bin(double w) {
 
 }  // namespace
 
-PowerCalibration::PowerCalibration(const std::string& name)
-    : all_hist_(kBins), busy_hist_(kBins) {
+PowerCalibration::PowerCalibration(const std::string& name) : all_hist_(kBins), busy_hist_(kBins) {
   if (auto m = LookupGpuModel(name)) {
     table_tdp_w_ = m->tdp_w;
     table_idle_w_ = m->idle_w;
@@ -85,9 +84,9 @@ void PowerCalibration::Recompute() {
 
   // Floor: the lowest readings, but not above what an idle board of this size draws (a trace
   // that starts mid-training never shows idle).
-  double prior_floor = table_idle_w_ ? *table_idle_w_ : (top_w_ > 0 && !top_from_observation_
-                                                             ? top_w_ / kFloorToTopPrior
-                                                             : 1e9);
+  double prior_floor =
+      table_idle_w_ ? *table_idle_w_
+                    : (top_w_ > 0 && !top_from_observation_ ? top_w_ / kFloorToTopPrior : 1e9);
   if (have_obs) {
     floor_w_ = std::min(obs_floor, prior_floor);
     if (top_from_observation_) {
@@ -120,7 +119,8 @@ void PowerCalibration::Recompute() {
     {
       double w = 0;  // running sum over [c - kHalf, c + kHalf]
       const size_t first = std::max<size_t>(lo, kHalf);
-      for (size_t k = first - kHalf; k < first + kHalf && k < busy_hist_.size(); ++k) w += busy_hist_[k];
+      for (size_t k = first - kHalf; k < first + kHalf && k < busy_hist_.size(); ++k)
+        w += busy_hist_[k];
       for (size_t c = first; c + kHalf < busy_hist_.size(); ++c) {
         w += busy_hist_[c + kHalf];
         smooth[c] = w;

@@ -24,8 +24,8 @@ struct Thresholds {
   double process_mem_mib = 300;    // below: no process (the driver alone holds ~0-130 MiB)
   double released_mem_frac = 0.3;  // below this share of the GPU's peak: the process let go
   double loaded_mem_mib = 2048;    // a peak above this means a model was loaded
-  double comm_level_frac = 0.33;     // NCCL moving data draws ~1/3 of the board's design range
-  double starve_util_lo_pct = 15;    // mean utilization of a starving GPU sits in between
+  double comm_level_frac = 0.33;   // NCCL moving data draws ~1/3 of the board's design range
+  double starve_util_lo_pct = 15;  // mean utilization of a starving GPU sits in between
   double starve_util_hi_pct = 85;
   int starve_min_transitions = 2;  // busy<->low flips in the window that mean bursts with gaps
 };
@@ -73,13 +73,13 @@ struct WindowStats {
 bool IsStarved(const WindowStats& w, LocalClass now, ProcState proc, const Thresholds& t);
 
 enum class JobMode : uint8_t {
-  kNoJob,            // no GPU of the job is active
-  kWorking,          // ranks compute; nobody waits for long
-  kStragglerWait,    // some ranks spin while others still compute
-  kCheckpointWait,   // ranks spin while live ranks hold memory without computing
-  kAllQuiet,         // every live rank holds memory without kernels (all-rank checkpoint, or
-                     // before training)
-  kHangCandidate,    // every active rank spins or has exited: nobody left to make progress
+  kNoJob,           // no GPU of the job is active
+  kWorking,         // ranks compute; nobody waits for long
+  kStragglerWait,   // some ranks spin while others still compute
+  kCheckpointWait,  // ranks spin while live ranks hold memory without computing
+  kAllQuiet,        // every live rank holds memory without kernels (all-rank checkpoint, or
+                    // before training)
+  kHangCandidate,   // every active rank spins or has exited: nobody left to make progress
 };
 
 struct JobCounts {
@@ -87,8 +87,8 @@ struct JobCounts {
   int spin = 0;
   int busy = 0;
   int partial = 0;
-  int low = 0;      // alive, no kernels
-  int gone = 0;     // exited after having worked in this job
+  int low = 0;   // alive, no kernels
+  int gone = 0;  // exited after having worked in this job
   int starved = 0;
 };
 

@@ -1,10 +1,10 @@
 #include "triage/engine.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
-
-#include <fmt/format.h>
 
 namespace ww::triage {
 namespace {
@@ -32,7 +32,7 @@ struct TriageEngine::Pending {
   LocalClass cls;
   ProcState proc;
   double power_frac;
-  bool transition;  // a debounced busy<->low change completes at this sample
+  bool transition;            // a debounced busy<->low change completes at this sample
   int64_t spin_run_start_ms;  // for a spin sample: when its run of spin samples began
 };
 
@@ -279,8 +279,8 @@ void TriageEngine::Classify(Gpu& g, size_t index) {
   g.last_power_w = p.power_w;
   g.last_power_frac = p.power_frac;
   g.last_util_mem = p.util_mem_pct;
-  if (p.proc == ProcState::kLoaded || (p.proc == ProcState::kUnknown && cls != LocalClass::kGone &&
-                                       cls != LocalClass::kLow)) {
+  if (p.proc == ProcState::kLoaded ||
+      (p.proc == ProcState::kUnknown && cls != LocalClass::kGone && cls != LocalClass::kLow)) {
     g.in_job = true;
   }
 
@@ -404,7 +404,8 @@ void TriageEngine::UpdateHang(JobMode mode, const JobCounts& counts, int64_t now
         if (last_spin - first_spin > margin_ms) {
           for (auto& [key, gp] : gpus_) {
             const Gpu& g = *gp;
-            if (g.in_job && g.cls == LocalClass::kSpin && g.spin_since_ms >= last_spin - margin_ms) {
+            if (g.in_job && g.cls == LocalClass::kSpin &&
+                g.spin_since_ms >= last_spin - margin_ms) {
               e.culprits.push_back(key);
             }
           }
@@ -504,12 +505,12 @@ std::vector<std::string> TriageEngine::HangReasons(const HangEpisode& e) const {
     if (gpus_.at(k)->cls == LocalClass::kGone) ++gone;
   }
   if (c.spin_samples > 0) {
-    out.push_back(fmt::format(
-        "{} of {} GPUs at >= {:.0f} % utilization but {:.2f} of their power range "
-        "({:.0f}-{:.0f} W), flat for {:.0f} s: spinning in a collective, not computing",
-        e.gpus.size() - gone, e.gpus.size(), options_.thresholds.spin_util_pct,
-        c.spin_frac_sum / static_cast<double>(c.spin_samples), c.spin_power_min, c.spin_power_max,
-        dur_s));
+    out.push_back(
+        fmt::format("{} of {} GPUs at >= {:.0f} % utilization but {:.2f} of their power range "
+                    "({:.0f}-{:.0f} W), flat for {:.0f} s: spinning in a collective, not computing",
+                    e.gpus.size() - gone, e.gpus.size(), options_.thresholds.spin_util_pct,
+                    c.spin_frac_sum / static_cast<double>(c.spin_samples), c.spin_power_min,
+                    c.spin_power_max, dur_s));
   }
   if (c.util_mem_max >= 0) {
     out.push_back(fmt::format("memory-controller utilization at most {:.0f} %: no data moving",
@@ -518,8 +519,8 @@ std::vector<std::string> TriageEngine::HangReasons(const HangEpisode& e) const {
   if (gone > 0) {
     std::string names;
     for (GpuKey k : e.culprits) names += (names.empty() ? "" : ", ") + KeyName(k);
-    out.push_back(fmt::format("process gone on {} (memory released) while its peers wait for it",
-                              names));
+    out.push_back(
+        fmt::format("process gone on {} (memory released) while its peers wait for it", names));
   } else if (!e.culprits.empty()) {
     std::string names;
     for (GpuKey k : e.culprits) names += (names.empty() ? "" : ", ") + KeyName(k);
@@ -530,8 +531,8 @@ std::vector<std::string> TriageEngine::HangReasons(const HangEpisode& e) const {
   } else {
     out.push_back("all ranks entered the wait together; telemetry names no single culprit");
   }
-  out.push_back(fmt::format("no rank computing or saving for {:.0f} s (confirmation window)",
-                            dur_s));
+  out.push_back(
+      fmt::format("no rank computing or saving for {:.0f} s (confirmation window)", dur_s));
   return out;
 }
 

@@ -27,15 +27,15 @@ namespace ww::triage {
 
 struct TriageOptions {
   Thresholds thresholds;
-  double hang_confirm_s = 45;       // spin with nobody working this long is a hang
-  double window_s = 12;             // centered window for burst/gap patterns
-  double min_run_s = 0.3;           // a burst or gap shorter than this is a blip
-  double min_spin_s = 1.0;          // a shorter spin is an ordinary collective
-  double debounce_s = 2;            // a hang candidate survives interruptions shorter than this
-  double max_gap_s = 10;            // a longer gap in a GPU's samples counts as no data
-  double stale_s = 5;               // a GPU silent this long is left out of job decisions
-  double max_checkpoint_s = 1800;   // peers spinning on a quiet rank longer than this: a hang
-  double culprit_margin_s = 1.5;    // ranks that started spinning this close to the last one
+  double hang_confirm_s = 45;      // spin with nobody working this long is a hang
+  double window_s = 12;            // centered window for burst/gap patterns
+  double min_run_s = 0.3;          // a burst or gap shorter than this is a blip
+  double min_spin_s = 1.0;         // a shorter spin is an ordinary collective
+  double debounce_s = 2;           // a hang candidate survives interruptions shorter than this
+  double max_gap_s = 10;           // a longer gap in a GPU's samples counts as no data
+  double stale_s = 5;              // a GPU silent this long is left out of job decisions
+  double max_checkpoint_s = 1800;  // peers spinning on a quiet rank longer than this: a hang
+  double culprit_margin_s = 1.5;   // ranks that started spinning this close to the last one
   // false: the engine never confirms a hang by itself; the caller (the live watcher, which also
   // has progress probes) calls ConfirmHangCandidate or DismissHangCandidate.
   bool auto_confirm = true;
@@ -70,8 +70,8 @@ struct HangEpisode {
 struct CheckpointEpisode {
   int64_t start_ms = 0;
   int64_t end_ms = 0;
-  bool all_ranks = false;        // every rank quiet (sharded save) vs some ranks saving
-  std::vector<GpuKey> writers;   // the quiet ranks the others waited on
+  bool all_ranks = false;       // every rank quiet (sharded save) vs some ranks saving
+  std::vector<GpuKey> writers;  // the quiet ranks the others waited on
 };
 
 struct GpuStats {

@@ -13,7 +13,8 @@ TEST(TimeFmt, ParsesNvidiaSmiFormatAndPrintsIsoWithMs) {
 }
 
 TEST(TimeFmt, FractionOfAnyLengthAndMissing) {
-  EXPECT_EQ(FormatIsoMs(ParseTimestamp("2026-11-18 11:29:20.7")->unix_ms), "2026-11-18T11:29:20.700");
+  EXPECT_EQ(FormatIsoMs(ParseTimestamp("2026-11-18 11:29:20.7")->unix_ms),
+            "2026-11-18T11:29:20.700");
   EXPECT_EQ(FormatIsoMs(ParseTimestamp("2026-11-18 11:29:20")->unix_ms), "2026-11-18T11:29:20.000");
   EXPECT_EQ(FormatIsoMs(ParseTimestamp("2026-11-18T11:29:20.123456")->unix_ms),
             "2026-11-18T11:29:20.123");
@@ -36,8 +37,10 @@ TEST(TimeFmt, RejectsGarbage) {
 }
 
 TEST(TimeFmt, LeapDayAndPreEpoch) {
-  EXPECT_EQ(FormatIsoMs(ParseTimestamp("2024-02-29 23:59:59.999")->unix_ms), "2024-02-29T23:59:59.999");
-  EXPECT_EQ(FormatIsoMs(ParseTimestamp("1969-12-31 23:59:59.250")->unix_ms), "1969-12-31T23:59:59.250");
+  EXPECT_EQ(FormatIsoMs(ParseTimestamp("2024-02-29 23:59:59.999")->unix_ms),
+            "2024-02-29T23:59:59.999");
+  EXPECT_EQ(FormatIsoMs(ParseTimestamp("1969-12-31 23:59:59.250")->unix_ms),
+            "1969-12-31T23:59:59.250");
 }
 
 }  // namespace

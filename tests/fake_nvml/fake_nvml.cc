@@ -80,7 +80,8 @@ struct Counter {
   std::vector<std::pair<int64_t, unsigned long long>> bases;  // (time, value set)
   int bits = 64;
   // rate_per_ms: units per ms of the rate series value.
-  unsigned long long At(int64_t t, const Series& rate, double rate_default, double units_per_ms) const {
+  unsigned long long At(int64_t t, const Series& rate, double rate_default,
+                        double units_per_ms) const {
     int64_t since = 0;
     unsigned long long base = 0;
     for (const auto& [bt, bv] : bases) {
@@ -150,27 +151,56 @@ std::map<std::string, unsigned long long> g_calls;
 // Script time 0 as NVML timestamps (microseconds since 1970): 2024-04-05 06:17:19 UTC.
 constexpr long long kEpochUs = 1712297839000000LL;
 
-const std::vector<std::string> kSettable = {
-    "power_mw", "power_avg_mw", "power_instant_mw", "power_limit_mw", "util_gpu", "util_mem",
-    "sm_mhz", "mem_mhz", "clock_reasons", "temp_c", "mem_used_bytes", "mem_total_bytes",
-    "mem_used_mib", "mem_total_mib", "pstate", "pcie_tx_bytes_per_s", "pcie_rx_bytes_per_s",
-    "nvlink_tx_kib_per_s", "nvlink_rx_kib_per_s", "gpm_sm_util", "gpm_sm_occupancy",
-    "gpm_tensor_util", "gpm_dram_bw_util"};
+const std::vector<std::string> kSettable = {"power_mw",
+                                            "power_avg_mw",
+                                            "power_instant_mw",
+                                            "power_limit_mw",
+                                            "util_gpu",
+                                            "util_mem",
+                                            "sm_mhz",
+                                            "mem_mhz",
+                                            "clock_reasons",
+                                            "temp_c",
+                                            "mem_used_bytes",
+                                            "mem_total_bytes",
+                                            "mem_used_mib",
+                                            "mem_total_mib",
+                                            "pstate",
+                                            "pcie_tx_bytes_per_s",
+                                            "pcie_rx_bytes_per_s",
+                                            "nvlink_tx_kib_per_s",
+                                            "nvlink_rx_kib_per_s",
+                                            "gpm_sm_util",
+                                            "gpm_sm_occupancy",
+                                            "gpm_tensor_util",
+                                            "gpm_dram_bw_util"};
 const std::vector<std::string> kCounters = {"energy_mj", "pcie_tx_bytes", "pcie_rx_bytes",
                                             "nvlink_tx_kib", "nvlink_rx_kib"};
 const std::vector<std::string> kUnsupportable = {
-    "power", "power_instant", "energy", "power_limit", "utilization", "sm_clock", "mem_clock",
-    "clock_reasons", "temperature", "memory", "pstate", "pcie", "nvlink", "gpm", "xid",
-    "field_values", "arch", "memory_v2"};
+    "power",     "power_instant", "energy",      "power_limit",  "utilization", "sm_clock",
+    "mem_clock", "clock_reasons", "temperature", "memory",       "pstate",      "pcie",
+    "nvlink",    "gpm",           "xid",         "field_values", "arch",        "memory_v2"};
 
 double Default(const std::string& key) {
-  static const std::map<std::string, double> d = {
-      {"power_mw", 100000}, {"power_limit_mw", 700000}, {"util_gpu", 0}, {"util_mem", 0},
-      {"sm_mhz", 1980}, {"mem_mhz", 2619}, {"clock_reasons", 0}, {"temp_c", 40},
-      {"mem_used_bytes", 0}, {"mem_total_bytes", 85520809984.0}, {"pstate", 0},
-      {"pcie_tx_bytes_per_s", 0}, {"pcie_rx_bytes_per_s", 0}, {"nvlink_tx_kib_per_s", 0},
-      {"nvlink_rx_kib_per_s", 0}, {"gpm_sm_util", 0}, {"gpm_sm_occupancy", 0},
-      {"gpm_tensor_util", 0}, {"gpm_dram_bw_util", 0}};
+  static const std::map<std::string, double> d = {{"power_mw", 100000},
+                                                  {"power_limit_mw", 700000},
+                                                  {"util_gpu", 0},
+                                                  {"util_mem", 0},
+                                                  {"sm_mhz", 1980},
+                                                  {"mem_mhz", 2619},
+                                                  {"clock_reasons", 0},
+                                                  {"temp_c", 40},
+                                                  {"mem_used_bytes", 0},
+                                                  {"mem_total_bytes", 85520809984.0},
+                                                  {"pstate", 0},
+                                                  {"pcie_tx_bytes_per_s", 0},
+                                                  {"pcie_rx_bytes_per_s", 0},
+                                                  {"nvlink_tx_kib_per_s", 0},
+                                                  {"nvlink_rx_kib_per_s", 0},
+                                                  {"gpm_sm_util", 0},
+                                                  {"gpm_sm_occupancy", 0},
+                                                  {"gpm_tensor_util", 0},
+                                                  {"gpm_dram_bw_util", 0}};
   auto it = d.find(key);
   return it == d.end() ? 0 : it->second;
 }
@@ -232,8 +262,8 @@ bool ParseU64(const std::string& s, unsigned long long* out) {
 
 unsigned ArchFromName(const std::string& s, bool* ok) {
   static const std::map<std::string, unsigned> m = {
-      {"kepler", 2}, {"maxwell", 3}, {"pascal", 4}, {"volta", 5}, {"turing", 6},
-      {"ampere", 7}, {"ada", 8}, {"hopper", 9}, {"blackwell", 10}};
+      {"kepler", 2}, {"maxwell", 3}, {"pascal", 4}, {"volta", 5},     {"turing", 6},
+      {"ampere", 7}, {"ada", 8},     {"hopper", 9}, {"blackwell", 10}};
   auto it = m.find(s);
   *ok = it != m.end();
   return *ok ? it->second : 0;
@@ -705,19 +735,32 @@ FAKE_EXPORT nvmlReturn_t nvmlShutdown(void) {
 
 FAKE_EXPORT const char* nvmlErrorString(nvmlReturn_t rc) {
   switch (rc) {
-    case NVML_SUCCESS: return "Success";
-    case NVML_ERROR_UNINITIALIZED: return "Uninitialized";
-    case NVML_ERROR_INVALID_ARGUMENT: return "Invalid Argument";
-    case NVML_ERROR_NOT_SUPPORTED: return "Not Supported";
-    case NVML_ERROR_NO_PERMISSION: return "Insufficient Permissions";
-    case NVML_ERROR_NOT_FOUND: return "Not Found";
-    case NVML_ERROR_INSUFFICIENT_SIZE: return "Insufficient Size";
-    case NVML_ERROR_DRIVER_NOT_LOADED: return "Driver Not Loaded";
-    case NVML_ERROR_TIMEOUT: return "Timeout";
-    case NVML_ERROR_FUNCTION_NOT_FOUND: return "Function Not Found";
-    case NVML_ERROR_GPU_IS_LOST: return "GPU is lost";
-    case NVML_ERROR_ARGUMENT_VERSION_MISMATCH: return "Argument Version Mismatch";
-    default: return "Unknown Error";
+    case NVML_SUCCESS:
+      return "Success";
+    case NVML_ERROR_UNINITIALIZED:
+      return "Uninitialized";
+    case NVML_ERROR_INVALID_ARGUMENT:
+      return "Invalid Argument";
+    case NVML_ERROR_NOT_SUPPORTED:
+      return "Not Supported";
+    case NVML_ERROR_NO_PERMISSION:
+      return "Insufficient Permissions";
+    case NVML_ERROR_NOT_FOUND:
+      return "Not Found";
+    case NVML_ERROR_INSUFFICIENT_SIZE:
+      return "Insufficient Size";
+    case NVML_ERROR_DRIVER_NOT_LOADED:
+      return "Driver Not Loaded";
+    case NVML_ERROR_TIMEOUT:
+      return "Timeout";
+    case NVML_ERROR_FUNCTION_NOT_FOUND:
+      return "Function Not Found";
+    case NVML_ERROR_GPU_IS_LOST:
+      return "GPU is lost";
+    case NVML_ERROR_ARGUMENT_VERSION_MISMATCH:
+      return "Argument Version Mismatch";
+    default:
+      return "Unknown Error";
   }
 }
 
@@ -736,7 +779,9 @@ FAKE_EXPORT nvmlReturn_t nvmlDeviceGetCount_v2(unsigned int* count) {
   *count = static_cast<unsigned>(g_state->devices.size());
   return NVML_SUCCESS;
 }
-FAKE_EXPORT nvmlReturn_t nvmlDeviceGetCount(unsigned int* count) { return nvmlDeviceGetCount_v2(count); }
+FAKE_EXPORT nvmlReturn_t nvmlDeviceGetCount(unsigned int* count) {
+  return nvmlDeviceGetCount_v2(count);
+}
 
 FAKE_EXPORT nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned int index, nvmlDevice_t* device) {
   std::lock_guard<std::mutex> lock(g_mu);
@@ -753,14 +798,16 @@ FAKE_EXPORT nvmlReturn_t nvmlDeviceGetHandleByIndex(unsigned int index, nvmlDevi
 FAKE_EXPORT nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t h, char* name, unsigned int length) {
   std::unique_lock<std::mutex> lock(g_mu);
   Device* d = nullptr;
-  if (nvmlReturn_t rc = Enter(lock, "nvmlDeviceGetName", h, name, &d); rc != NVML_SUCCESS) return rc;
+  if (nvmlReturn_t rc = Enter(lock, "nvmlDeviceGetName", h, name, &d); rc != NVML_SUCCESS)
+    return rc;
   return CopyString(d->name, name, length);
 }
 
 FAKE_EXPORT nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t h, char* uuid, unsigned int length) {
   std::unique_lock<std::mutex> lock(g_mu);
   Device* d = nullptr;
-  if (nvmlReturn_t rc = Enter(lock, "nvmlDeviceGetUUID", h, uuid, &d); rc != NVML_SUCCESS) return rc;
+  if (nvmlReturn_t rc = Enter(lock, "nvmlDeviceGetUUID", h, uuid, &d); rc != NVML_SUCCESS)
+    return rc;
   return CopyString(d->uuid, uuid, length);
 }
 
@@ -797,7 +844,8 @@ FAKE_EXPORT nvmlReturn_t nvmlDeviceGetArchitecture(nvmlDevice_t h, nvmlDeviceArc
 FAKE_EXPORT nvmlReturn_t nvmlDeviceGetPowerUsage(nvmlDevice_t h, unsigned int* power_mw) {
   std::unique_lock<std::mutex> lock(g_mu);
   Device* d = nullptr;
-  if (nvmlReturn_t rc = Enter(lock, "nvmlDeviceGetPowerUsage", h, power_mw, &d); rc != NVML_SUCCESS) {
+  if (nvmlReturn_t rc = Enter(lock, "nvmlDeviceGetPowerUsage", h, power_mw, &d);
+      rc != NVML_SUCCESS) {
     return rc;
   }
   if (Unsupported(d, "power")) return NVML_ERROR_NOT_SUPPORTED;
@@ -809,13 +857,15 @@ FAKE_EXPORT nvmlReturn_t nvmlDeviceGetPowerUsage(nvmlDevice_t h, unsigned int* p
   // The trailing one-second mean of board power (shorter right after "driver load").
   const int64_t from = t > 1000 ? t - 1000 : 0;
   const Series& p = Ser(d, "power_mw");
-  const double avg = t > from ? p.Integral(from, t, Default("power_mw")) / static_cast<double>(t - from)
-                              : p.At(t, Default("power_mw"));
+  const double avg = t > from
+                         ? p.Integral(from, t, Default("power_mw")) / static_cast<double>(t - from)
+                         : p.At(t, Default("power_mw"));
   *power_mw = static_cast<unsigned>(std::llround(avg));
   return NVML_SUCCESS;
 }
 
-FAKE_EXPORT nvmlReturn_t nvmlDeviceGetTotalEnergyConsumption(nvmlDevice_t h, unsigned long long* mj) {
+FAKE_EXPORT nvmlReturn_t nvmlDeviceGetTotalEnergyConsumption(nvmlDevice_t h,
+                                                             unsigned long long* mj) {
   std::unique_lock<std::mutex> lock(g_mu);
   Device* d = nullptr;
   if (nvmlReturn_t rc = Enter(lock, "nvmlDeviceGetTotalEnergyConsumption", h, mj, &d);
@@ -842,7 +892,8 @@ FAKE_EXPORT nvmlReturn_t nvmlDeviceGetEnforcedPowerLimit(nvmlDevice_t h, unsigne
 FAKE_EXPORT nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t h, nvmlUtilization_t* util) {
   std::unique_lock<std::mutex> lock(g_mu);
   Device* d = nullptr;
-  if (nvmlReturn_t rc = Enter(lock, "nvmlDeviceGetUtilizationRates", h, util, &d); rc != NVML_SUCCESS) {
+  if (nvmlReturn_t rc = Enter(lock, "nvmlDeviceGetUtilizationRates", h, util, &d);
+      rc != NVML_SUCCESS) {
     return rc;
   }
   if (Unsupported(d, "utilization")) return NVML_ERROR_NOT_SUPPORTED;
@@ -852,10 +903,12 @@ FAKE_EXPORT nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t h, nvmlUtili
   return NVML_SUCCESS;
 }
 
-FAKE_EXPORT nvmlReturn_t nvmlDeviceGetClockInfo(nvmlDevice_t h, nvmlClockType_t type, unsigned int* mhz) {
+FAKE_EXPORT nvmlReturn_t nvmlDeviceGetClockInfo(nvmlDevice_t h, nvmlClockType_t type,
+                                                unsigned int* mhz) {
   std::unique_lock<std::mutex> lock(g_mu);
   Device* d = nullptr;
-  if (nvmlReturn_t rc = Enter(lock, "nvmlDeviceGetClockInfo", h, mhz, &d); rc != NVML_SUCCESS) return rc;
+  if (nvmlReturn_t rc = Enter(lock, "nvmlDeviceGetClockInfo", h, mhz, &d); rc != NVML_SUCCESS)
+    return rc;
   const int64_t t = NowMs();
   switch (type) {
     case NVML_CLOCK_GRAPHICS:
@@ -867,8 +920,10 @@ FAKE_EXPORT nvmlReturn_t nvmlDeviceGetClockInfo(nvmlDevice_t h, nvmlClockType_t 
       if (Unsupported(d, "mem_clock")) return NVML_ERROR_NOT_SUPPORTED;
       *mhz = static_cast<unsigned>(Val(d, "mem_mhz", t));
       return NVML_SUCCESS;
-    case NVML_CLOCK_VIDEO: return NVML_ERROR_NOT_SUPPORTED;
-    default: return NVML_ERROR_INVALID_ARGUMENT;
+    case NVML_CLOCK_VIDEO:
+      return NVML_ERROR_NOT_SUPPORTED;
+    default:
+      return NVML_ERROR_INVALID_ARGUMENT;
   }
 }
 
@@ -880,11 +935,12 @@ static nvmlReturn_t Reasons(const char* call, nvmlDevice_t h, unsigned long long
   *reasons = static_cast<unsigned long long>(Val(d, "clock_reasons", NowMs()));
   return NVML_SUCCESS;
 }
-FAKE_EXPORT nvmlReturn_t nvmlDeviceGetCurrentClocksEventReasons(nvmlDevice_t h, unsigned long long* r) {
+FAKE_EXPORT nvmlReturn_t nvmlDeviceGetCurrentClocksEventReasons(nvmlDevice_t h,
+                                                                unsigned long long* r) {
   return Reasons("nvmlDeviceGetCurrentClocksEventReasons", h, r);
 }
 FAKE_EXPORT nvmlReturn_t nvmlDeviceGetCurrentClocksThrottleReasons(nvmlDevice_t h,
-                                                                    unsigned long long* r) {
+                                                                   unsigned long long* r) {
   return Reasons("nvmlDeviceGetCurrentClocksThrottleReasons", h, r);
 }
 
@@ -904,7 +960,8 @@ FAKE_EXPORT nvmlReturn_t nvmlDeviceGetTemperature(nvmlDevice_t h, nvmlTemperatur
 FAKE_EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t h, nvmlMemory_t* mem) {
   std::unique_lock<std::mutex> lock(g_mu);
   Device* d = nullptr;
-  if (nvmlReturn_t rc = Enter(lock, "nvmlDeviceGetMemoryInfo", h, mem, &d); rc != NVML_SUCCESS) return rc;
+  if (nvmlReturn_t rc = Enter(lock, "nvmlDeviceGetMemoryInfo", h, mem, &d); rc != NVML_SUCCESS)
+    return rc;
   if (Unsupported(d, "memory")) return NVML_ERROR_NOT_SUPPORTED;
   const int64_t t = NowMs();
   mem->total = static_cast<unsigned long long>(Val(d, "mem_total_bytes", t));
@@ -932,7 +989,8 @@ FAKE_EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t h, nvmlMemory_v
 FAKE_EXPORT nvmlReturn_t nvmlDeviceGetPerformanceState(nvmlDevice_t h, nvmlPstates_t* p) {
   std::unique_lock<std::mutex> lock(g_mu);
   Device* d = nullptr;
-  if (nvmlReturn_t rc = Enter(lock, "nvmlDeviceGetPerformanceState", h, p, &d); rc != NVML_SUCCESS) {
+  if (nvmlReturn_t rc = Enter(lock, "nvmlDeviceGetPerformanceState", h, p, &d);
+      rc != NVML_SUCCESS) {
     return rc;
   }
   if (Unsupported(d, "pstate")) return NVML_ERROR_NOT_SUPPORTED;
@@ -940,10 +998,12 @@ FAKE_EXPORT nvmlReturn_t nvmlDeviceGetPerformanceState(nvmlDevice_t h, nvmlPstat
   return NVML_SUCCESS;
 }
 
-FAKE_EXPORT nvmlReturn_t nvmlDeviceGetFieldValues(nvmlDevice_t h, int count, nvmlFieldValue_t* values) {
+FAKE_EXPORT nvmlReturn_t nvmlDeviceGetFieldValues(nvmlDevice_t h, int count,
+                                                  nvmlFieldValue_t* values) {
   std::unique_lock<std::mutex> lock(g_mu);
   Device* d = nullptr;
-  if (nvmlReturn_t rc = Enter(lock, "nvmlDeviceGetFieldValues", h, values, &d); rc != NVML_SUCCESS) {
+  if (nvmlReturn_t rc = Enter(lock, "nvmlDeviceGetFieldValues", h, values, &d);
+      rc != NVML_SUCCESS) {
     return rc;
   }
   if (count <= 0) return NVML_ERROR_INVALID_ARGUMENT;
@@ -1011,13 +1071,16 @@ FAKE_EXPORT nvmlReturn_t nvmlDeviceGetFieldValues(nvmlDevice_t h, int count, nvm
       case NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX:
         counter(d->nvlink_rx, "nvlink_rx_kib_per_s", 1.0 / 1000.0, "nvlink");
         break;
-      default: v.nvmlReturn = NVML_ERROR_NOT_SUPPORTED; break;
+      default:
+        v.nvmlReturn = NVML_ERROR_NOT_SUPPORTED;
+        break;
     }
   }
   return NVML_SUCCESS;
 }
 
-FAKE_EXPORT nvmlReturn_t nvmlDeviceGetSupportedEventTypes(nvmlDevice_t h, unsigned long long* types) {
+FAKE_EXPORT nvmlReturn_t nvmlDeviceGetSupportedEventTypes(nvmlDevice_t h,
+                                                          unsigned long long* types) {
   std::unique_lock<std::mutex> lock(g_mu);
   Device* d = nullptr;
   if (nvmlReturn_t rc = Enter(lock, "nvmlDeviceGetSupportedEventTypes", h, types, &d);
@@ -1072,13 +1135,13 @@ FAKE_EXPORT nvmlReturn_t nvmlEventSetFree(nvmlEventSet_t set) {
 FAKE_EXPORT nvmlReturn_t nvmlGpmQueryDeviceSupport(nvmlDevice_t h, nvmlGpmSupport_t* support) {
   std::unique_lock<std::mutex> lock(g_mu);
   Device* d = nullptr;
-  if (nvmlReturn_t rc = Enter(lock, "nvmlGpmQueryDeviceSupport", h, support, &d); rc != NVML_SUCCESS) {
+  if (nvmlReturn_t rc = Enter(lock, "nvmlGpmQueryDeviceSupport", h, support, &d);
+      rc != NVML_SUCCESS) {
     return rc;
   }
   if (support->version != NVML_GPM_SUPPORT_VERSION) return NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
-  support->isSupportedDevice =
-      d->arch >= NVML_DEVICE_ARCH_HOPPER && d->arch != NVML_DEVICE_ARCH_UNKNOWN &&
-      !Unsupported(d, "gpm");
+  support->isSupportedDevice = d->arch >= NVML_DEVICE_ARCH_HOPPER &&
+                               d->arch != NVML_DEVICE_ARCH_UNKNOWN && !Unsupported(d, "gpm");
   return NVML_SUCCESS;
 }
 
@@ -1102,7 +1165,8 @@ FAKE_EXPORT nvmlReturn_t nvmlGpmSampleFree(nvmlGpmSample_t sample) {
 FAKE_EXPORT nvmlReturn_t nvmlGpmSampleGet(nvmlDevice_t h, nvmlGpmSample_t sample) {
   std::unique_lock<std::mutex> lock(g_mu);
   Device* d = nullptr;
-  if (nvmlReturn_t rc = Enter(lock, "nvmlGpmSampleGet", h, sample, &d); rc != NVML_SUCCESS) return rc;
+  if (nvmlReturn_t rc = Enter(lock, "nvmlGpmSampleGet", h, sample, &d); rc != NVML_SUCCESS)
+    return rc;
   if (d->arch < NVML_DEVICE_ARCH_HOPPER || Unsupported(d, "gpm")) return NVML_ERROR_NOT_SUPPORTED;
   auto* s = reinterpret_cast<GpmSample*>(sample);
   s->device = d;
@@ -1129,11 +1193,20 @@ FAKE_EXPORT nvmlReturn_t nvmlGpmMetricsGet(nvmlGpmMetricsGet_t* get) {
     nvmlGpmMetric_t& m = get->metrics[i];
     const char* key = nullptr;
     switch (m.metricId) {
-      case NVML_GPM_METRIC_SM_UTIL: key = "gpm_sm_util"; break;
-      case NVML_GPM_METRIC_SM_OCCUPANCY: key = "gpm_sm_occupancy"; break;
-      case NVML_GPM_METRIC_ANY_TENSOR_UTIL: key = "gpm_tensor_util"; break;
-      case NVML_GPM_METRIC_DRAM_BW_UTIL: key = "gpm_dram_bw_util"; break;
-      default: break;
+      case NVML_GPM_METRIC_SM_UTIL:
+        key = "gpm_sm_util";
+        break;
+      case NVML_GPM_METRIC_SM_OCCUPANCY:
+        key = "gpm_sm_occupancy";
+        break;
+      case NVML_GPM_METRIC_ANY_TENSOR_UTIL:
+        key = "gpm_tensor_util";
+        break;
+      case NVML_GPM_METRIC_DRAM_BW_UTIL:
+        key = "gpm_dram_bw_util";
+        break;
+      default:
+        break;
     }
     m.metricInfo.shortName = m.metricInfo.longName = m.metricInfo.unit = nullptr;
     if (key == nullptr) {

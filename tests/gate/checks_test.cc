@@ -14,10 +14,11 @@ using ::testing::HasSubstr;
 using namespace ww::gate::testing;
 
 JobSpec BaseSpec() {
-  auto spec = ParseJobSpec("world_size: 4\nmicro_batch_size: 1\ngrad_accum: 2\nseq_len: 100\n"
-                           "data: {format: megatron, paths: [/d/c]}\nmodel: {vocab_size: 1000, "
-                           "max_position_embeddings: 4096, params: 1.0e9}\n",
-                           "/d/job.yaml");
+  auto spec = ParseJobSpec(
+      "world_size: 4\nmicro_batch_size: 1\ngrad_accum: 2\nseq_len: 100\n"
+      "data: {format: megatron, paths: [/d/c]}\nmodel: {vocab_size: 1000, "
+      "max_position_embeddings: 4096, params: 1.0e9}\n",
+      "/d/job.yaml");
   EXPECT_TRUE(spec.ok()) << spec.status().message();
   return *spec;
 }
@@ -197,7 +198,8 @@ TEST(Checks, ReadTokenizerFactsFromJsonAndConfig) {
   EXPECT_EQ(facts->vocab_size, 7u);
   EXPECT_EQ(facts->eos_id, 5u);
   EXPECT_FALSE(facts->pad_id);
-  env.AddFile("/t/tokenizer_config.json", R"({"eos_token": "<|im_end|>", "pad_token": {"content": "<|endoftext|>"}})");
+  env.AddFile("/t/tokenizer_config.json",
+              R"({"eos_token": "<|im_end|>", "pad_token": {"content": "<|endoftext|>"}})");
   facts = ReadTokenizerFacts(&env, "/t/tokenizer.json");
   ASSERT_TRUE(facts.ok());
   EXPECT_EQ(facts->eos_id, 6u);
@@ -207,7 +209,8 @@ TEST(Checks, ReadTokenizerFactsFromJsonAndConfig) {
 
 TEST(Checks, CkptSpace) {
   JobSpec spec = BaseSpec();
-  EXPECT_EQ(CheckCkptSpace(spec, uint64_t{1} << 40).status, CheckStatus::kSkip);  // no checkpoint section
+  EXPECT_EQ(CheckCkptSpace(spec, uint64_t{1} << 40).status,
+            CheckStatus::kSkip);  // no checkpoint section
   spec.checkpoint = CheckpointSpec{"/ckpt", 16, 2};
   // 1e9 params x 16 B x 3 = 48 GB.
   EXPECT_EQ(CheckCkptSpace(spec, uint64_t{100} << 30).status, CheckStatus::kPass);
@@ -219,8 +222,12 @@ TEST(Checks, CkptSpace) {
 
 TEST(Checks, EnvConsistency) {
   JobSpec spec = BaseSpec();
-  auto a = ParseEnvDump("PATH=/bin\nNCCL_IB_HCA=mlx5\nCUDA_VISIBLE_DEVICES=0,1\nTORCH_NCCL_ASYNC_ERROR_HANDLING=1\n");
-  auto b = ParseEnvDump("export PATH=/usr/bin\nNCCL_IB_HCA=mlx5\nCUDA_VISIBLE_DEVICES=0\nTORCH_NCCL_ASYNC_ERROR_HANDLING=1\n");
+  auto a = ParseEnvDump(
+      "PATH=/bin\nNCCL_IB_HCA=mlx5\nCUDA_VISIBLE_DEVICES=0,1\nTORCH_NCCL_ASYNC_ERROR_HANDLING=1\n");
+  auto b = ParseEnvDump(
+      "export "
+      "PATH=/usr/"
+      "bin\nNCCL_IB_HCA=mlx5\nCUDA_VISIBLE_DEVICES=0\nTORCH_NCCL_ASYNC_ERROR_HANDLING=1\n");
   EXPECT_EQ(CheckEnvConsistency(spec, {{"n0.env", a}, {"n1.env", b}}).status, CheckStatus::kPass);
   EXPECT_EQ(CheckEnvConsistency(spec, {{"n0.env", a}}).status, CheckStatus::kSkip);
   auto c = b;

@@ -23,16 +23,24 @@ void Put(std::string* out, T v) {
 }
 
 inline void WriteFile(const std::string& path, const std::string& bytes) {
-  std::ofstream(path, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  std::ofstream(path, std::ios::binary)
+      .write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
 }
 
 // Token id for sample s, position i (deterministic, below `vocab`).
-inline uint32_t TokenAt(size_t s, size_t i, uint32_t vocab) { return static_cast<uint32_t>((s * 7919 + i * 31) % vocab); }
+inline uint32_t TokenAt(size_t s, size_t i, uint32_t vocab) {
+  return static_cast<uint32_t>((s * 7919 + i * 31) % vocab);
+}
 
 // MMIDIDX pair. dtype_code: 8 = uint16, 4 = int32. Returns {idx bytes, bin bytes}.
-inline std::pair<std::string, std::string> MegatronBytes(const std::vector<uint32_t>& lengths, uint8_t dtype_code = 4,
-                                                         uint32_t vocab = 1000, uint32_t max_id_override = 0) {
-  const size_t item = dtype_code == 8 || dtype_code == 3 ? 2 : dtype_code == 5 ? 8 : dtype_code == 1 || dtype_code == 2 ? 1 : 4;
+inline std::pair<std::string, std::string> MegatronBytes(const std::vector<uint32_t>& lengths,
+                                                         uint8_t dtype_code = 4,
+                                                         uint32_t vocab = 1000,
+                                                         uint32_t max_id_override = 0) {
+  const size_t item = dtype_code == 8 || dtype_code == 3   ? 2
+                      : dtype_code == 5                    ? 8
+                      : dtype_code == 1 || dtype_code == 2 ? 1
+                                                           : 4;
   std::string idx("MMIDIDX\0\0", 9), bin;
   Put<uint64_t>(&idx, 1);
   Put<uint8_t>(&idx, dtype_code);
@@ -54,8 +62,8 @@ inline std::pair<std::string, std::string> MegatronBytes(const std::vector<uint3
   return {idx, bin};
 }
 
-inline void WriteMegatron(const std::string& prefix, const std::vector<uint32_t>& lengths, uint8_t dtype_code = 4,
-                          uint32_t vocab = 1000) {
+inline void WriteMegatron(const std::string& prefix, const std::vector<uint32_t>& lengths,
+                          uint8_t dtype_code = 4, uint32_t vocab = 1000) {
   auto [idx, bin] = MegatronBytes(lengths, dtype_code, vocab);
   WriteFile(prefix + ".idx", idx);
   WriteFile(prefix + ".bin", bin);
@@ -63,7 +71,8 @@ inline void WriteMegatron(const std::string& prefix, const std::vector<uint32_t>
 
 // .npy v1.0 with a little-endian integer dtype descr like "<i4".
 template <typename T>
-std::string NpyBytes(const std::string& descr, const std::vector<size_t>& shape, const std::vector<T>& data) {
+std::string NpyBytes(const std::string& descr, const std::vector<size_t>& shape,
+                     const std::vector<T>& data) {
   std::string dict = "{'descr': '" + descr + "', 'fortran_order': False, 'shape': (";
   for (size_t d : shape) dict += std::to_string(d) + ", ";
   dict += "), }";
@@ -77,11 +86,13 @@ std::string NpyBytes(const std::string& descr, const std::vector<size_t>& shape,
   return out;
 }
 
-inline std::string JsonlBytes(const std::vector<uint32_t>& lengths, uint32_t vocab = 1000, const std::string& field = "input_ids") {
+inline std::string JsonlBytes(const std::vector<uint32_t>& lengths, uint32_t vocab = 1000,
+                              const std::string& field = "input_ids") {
   std::string out;
   for (size_t s = 0; s < lengths.size(); ++s) {
     out += "{\"id\": " + std::to_string(s) + ", \"" + field + "\": [";
-    for (size_t i = 0; i < lengths[s]; ++i) out += (i ? "," : "") + std::to_string(TokenAt(s, i, vocab));
+    for (size_t i = 0; i < lengths[s]; ++i)
+      out += (i ? "," : "") + std::to_string(TokenAt(s, i, vocab));
     out += "], \"meta\": {\"src\": \"x\", \"ids\": [1, 2]}}\n";
   }
   return out;
@@ -90,10 +101,18 @@ inline std::string JsonlBytes(const std::vector<uint32_t>& lengths, uint32_t voc
 // ---- A front-to-back FlatBuffers builder (tests only). Children are written after the table
 // that references them, so every uoffset is positive; vtables precede their tables.
 struct FbTable;
-struct FbString { std::string s; };
-struct FbTables { std::vector<std::shared_ptr<FbTable>> items; };
-struct FbStructs { uint32_t count = 0; std::string bytes; };
-using FbValue = std::variant<std::string /*inline scalar bytes*/, std::shared_ptr<FbTable>, FbString, FbTables, FbStructs>;
+struct FbString {
+  std::string s;
+};
+struct FbTables {
+  std::vector<std::shared_ptr<FbTable>> items;
+};
+struct FbStructs {
+  uint32_t count = 0;
+  std::string bytes;
+};
+using FbValue = std::variant<std::string /*inline scalar bytes*/, std::shared_ptr<FbTable>,
+                             FbString, FbTables, FbStructs>;
 struct FbTable {
   std::vector<std::pair<int, FbValue>> fields;
   template <typename T>
@@ -191,7 +210,8 @@ class FbBuilder {
       Put<uint32_t>(&buf_, static_cast<uint32_t>(ts->items.size()));
       const uint32_t elems = static_cast<uint32_t>(buf_.size());
       buf_.append(4 * ts->items.size(), '\0');
-      for (size_t i = 0; i < ts->items.size(); ++i) Patch(elems + 4 * static_cast<uint32_t>(i), WriteTable(*ts->items[i]));
+      for (size_t i = 0; i < ts->items.size(); ++i)
+        Patch(elems + 4 * static_cast<uint32_t>(i), WriteTable(*ts->items[i]));
     }
     return pos;
   }
@@ -207,7 +227,8 @@ inline std::string ArrowMessage(const std::string& flatbuffer, const std::string
   return out;
 }
 
-inline std::shared_ptr<FbTable> ArrowField(const std::string& name, uint8_t type_id, std::shared_ptr<FbTable> type,
+inline std::shared_ptr<FbTable> ArrowField(const std::string& name, uint8_t type_id,
+                                           std::shared_ptr<FbTable> type,
                                            std::vector<std::shared_ptr<FbTable>> children = {}) {
   auto f = NewTable();
   f->String(0, name).Scalar<uint8_t>(1, 1).Scalar<uint8_t>(2, type_id).Table(3, std::move(type));
@@ -217,8 +238,9 @@ inline std::shared_ptr<FbTable> ArrowField(const std::string& name, uint8_t type
 
 // An Arrow IPC stream with columns `text` (utf8) and `field` (list<int32>, or large_list<int64>
 // when large), one record batch per entry of `batches` (each a list of sample lengths).
-inline std::string ArrowStreamBytes(const std::vector<std::vector<uint32_t>>& batches, bool large = false,
-                                    const std::string& field = "input_ids", uint32_t vocab = 1000) {
+inline std::string ArrowStreamBytes(const std::vector<std::vector<uint32_t>>& batches,
+                                    bool large = false, const std::string& field = "input_ids",
+                                    uint32_t vocab = 1000) {
   auto int_type = NewTable();
   int_type->Scalar<int32_t>(0, large ? 64 : 32).Scalar<uint8_t>(1, 1);
   auto item = ArrowField("item", 2, int_type);
@@ -232,11 +254,14 @@ inline std::string ArrowStreamBytes(const std::vector<std::vector<uint32_t>>& ba
   size_t sample = 0;
   for (const auto& lengths : batches) {
     const size_t rows = lengths.size();
-    // Buffers: text validity, text offsets, text data, list validity, list offsets, item validity, item values.
+    // Buffers: text validity, text offsets, text data, list validity, list offsets, item validity,
+    // item values.
     std::vector<std::string> bufs(7);
     for (size_t r = 0; r <= rows; ++r) Put<int32_t>(&bufs[1], 0);  // empty strings
     int64_t off = 0;
-    auto put_off = [&](int64_t v) { large ? Put<int64_t>(&bufs[4], v) : Put<int32_t>(&bufs[4], static_cast<int32_t>(v)); };
+    auto put_off = [&](int64_t v) {
+      large ? Put<int64_t>(&bufs[4], v) : Put<int32_t>(&bufs[4], static_cast<int32_t>(v));
+    };
     put_off(0);
     for (uint32_t len : lengths) {
       for (uint32_t i = 0; i < len; ++i) {
@@ -260,9 +285,12 @@ inline std::string ArrowStreamBytes(const std::vector<std::vector<uint32_t>>& ba
       Put<int64_t>(&nodes, 0);
     }
     auto batch = NewTable();
-    batch->Scalar<int64_t>(0, static_cast<int64_t>(rows)).Structs(1, 3, nodes).Structs(2, 7, buffer_structs);
+    batch->Scalar<int64_t>(0, static_cast<int64_t>(rows))
+        .Structs(1, 3, nodes)
+        .Structs(2, 7, buffer_structs);
     FbTable m;
-    m.Scalar<int16_t>(0, 4).Scalar<uint8_t>(1, 3).Table(2, batch).Scalar<int64_t>(3, static_cast<int64_t>(body.size()));
+    m.Scalar<int16_t>(0, 4).Scalar<uint8_t>(1, 3).Table(2, batch).Scalar<int64_t>(
+        3, static_cast<int64_t>(body.size()));
     out += ArrowMessage(FbBuilder().Finish(m), body);
   }
   Put<uint32_t>(&out, 0xFFFFFFFFu);
@@ -275,7 +303,8 @@ class TempDir {
  public:
   TempDir() {
     std::random_device rd;
-    path_ = std::filesystem::temp_directory_path() / ("ww_gate_test_" + std::to_string(rd()) + std::to_string(rd()));
+    path_ = std::filesystem::temp_directory_path() /
+            ("ww_gate_test_" + std::to_string(rd()) + std::to_string(rd()));
     std::filesystem::create_directories(path_);
   }
   ~TempDir() {

@@ -7,9 +7,8 @@
 
 #include <cstdlib>
 #include <fstream>
-#include <sstream>
-
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "gate/corpus_writers.h"
 
@@ -32,7 +31,8 @@ std::string Slurp(const std::string& path) {
 }
 
 CliRun Gate(const TempDir& dir, const std::string& args) {
-  const std::string cmd = std::string(WW_BINARY) + " gate " + args + " > " + (dir / "stdout") + " 2> " + (dir / "stderr");
+  const std::string cmd = std::string(WW_BINARY) + " gate " + args + " > " + (dir / "stdout") +
+                          " 2> " + (dir / "stderr");
   const int status = std::system(cmd.c_str());
   CliRun r;
   r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
@@ -53,9 +53,14 @@ std::vector<uint32_t> ReportCorpus() {
 std::string Spec(const std::string& format, const std::string& path, const std::string& extra = "",
                  const std::string& scope = "rank") {
   return "world_size: 16\nmicro_batch_size: 1\ngrad_accum: 4\nseq_len: 100\nepochs: 2\n"
-         "data: {format: " + format + ", paths: [" + path + "]}\n"
-         "sharding: contiguous\npacking: greedy\npacking_scope: " + scope + "\n"
-         "model: {vocab_size: 1000, max_position_embeddings: 4096}\n" + extra;
+         "data: {format: " +
+         format + ", paths: [" + path +
+         "]}\n"
+         "sharding: contiguous\npacking: greedy\npacking_scope: " +
+         scope +
+         "\n"
+         "model: {vocab_size: 1000, max_position_embeddings: 4096}\n" +
+         extra;
 }
 
 TEST(GateCli, ReproducesTheEpochEndDeadlockAndItsFixes) {
@@ -130,8 +135,9 @@ TEST(GateCli, ShardsSplitAcrossFilesByFile) {
   WriteMegatron(dir / "s0", std::vector<uint32_t>(40, 10));
   WriteMegatron(dir / "s1", std::vector<uint32_t>(40, 10));
   WriteMegatron(dir / "s2", std::vector<uint32_t>(40, 10));
-  WriteFile(dir / "job.yaml", "world_size: 2\nmicro_batch_size: 1\ngrad_accum: 1\nseq_len: 100\n"
-                              "data: {format: megatron, paths: [s0, s1, s2]}\nsharding: by_file\n");
+  WriteFile(dir / "job.yaml",
+            "world_size: 2\nmicro_batch_size: 1\ngrad_accum: 1\nseq_len: 100\n"
+            "data: {format: megatron, paths: [s0, s1, s2]}\nsharding: by_file\n");
   CliRun r = Gate(dir, dir / "job.yaml --json");
   EXPECT_EQ(r.code, 1) << r.out << r.err;
   auto json = nlohmann::json::parse(r.out);
@@ -168,8 +174,9 @@ TEST(GateCli, TextJsonlWithoutTokenizerIsUnavailable) {
   TempDir dir;
   WriteFile(dir / "t.jsonl", "{\"text\": \"hello\"}\n");
   WriteFile(dir / "tokenizer.json", R"({"model": {"vocab": {"h": 0, "</s>": 1}}})");
-  WriteFile(dir / "job.yaml", "world_size: 1\nmicro_batch_size: 1\ngrad_accum: 1\nseq_len: 16\n"
-                              "data: {format: text-jsonl, paths: [t.jsonl], tokenizer: tokenizer.json}\n");
+  WriteFile(dir / "job.yaml",
+            "world_size: 1\nmicro_batch_size: 1\ngrad_accum: 1\nseq_len: 16\n"
+            "data: {format: text-jsonl, paths: [t.jsonl], tokenizer: tokenizer.json}\n");
   CliRun r = Gate(dir, dir / "job.yaml");
   EXPECT_EQ(r.code, 2);
   EXPECT_THAT(r.err, HasSubstr("tokenizer not built"));
@@ -190,9 +197,10 @@ TEST(GateCli, TextJsonlIsTokenizedWithTheTokenizer) {
   std::string text;
   for (int i = 0; i < 8; ++i) text += "{\"text\": \"hi hi hi\"}\n";  // 3 tokens each
   WriteFile(dir / "t.jsonl", text);
-  WriteFile(dir / "job.yaml", "world_size: 2\nmicro_batch_size: 1\ngrad_accum: 1\nseq_len: 16\n"
-                              "data: {format: text-jsonl, paths: [t.jsonl], tokenizer: tokenizer.json}\n"
-                              "model: {vocab_size: 6}\n");
+  WriteFile(dir / "job.yaml",
+            "world_size: 2\nmicro_batch_size: 1\ngrad_accum: 1\nseq_len: 16\n"
+            "data: {format: text-jsonl, paths: [t.jsonl], tokenizer: tokenizer.json}\n"
+            "model: {vocab_size: 6}\n");
   CliRun r = Gate(dir, dir / "job.yaml --json");
   ASSERT_EQ(r.code, 0) << r.out << r.err;
   auto json = nlohmann::json::parse(r.out);

@@ -1,9 +1,10 @@
 // Job spec parsing: every key, defaults, and errors that name the file, line and key.
+#include "gate/job_spec.h"
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include "gate/env.h"
-#include "gate/job_spec.h"
 
 namespace ww::gate {
 namespace {
@@ -57,9 +58,10 @@ TEST(JobSpec, ParsesEveryKey) {
 }
 
 TEST(JobSpec, NodesTimesGpusAndDefaults) {
-  auto spec = ParseJobSpec("nodes: 2\ngpus_per_node: 8\nmicro_batch_size: 1\ngrad_accum: 1\nseq_len: 128\n"
-                           "data: {format: jsonl, paths: x.jsonl}\n",
-                           "job.yaml");
+  auto spec = ParseJobSpec(
+      "nodes: 2\ngpus_per_node: 8\nmicro_batch_size: 1\ngrad_accum: 1\nseq_len: 128\n"
+      "data: {format: jsonl, paths: x.jsonl}\n",
+      "job.yaml");
   ASSERT_TRUE(spec.ok()) << spec.status().message();
   EXPECT_EQ(spec->World(), 16u);
   EXPECT_EQ(spec->data.field, "input_ids");
@@ -78,14 +80,18 @@ TEST(JobSpec, ErrorsNameFileLineAndKey) {
   const std::string base = "world_size: 16\nmicro_batch_size: 1\ngrad_accum: 4\nseq_len: 4096\n";
   const std::string data = "data: {format: megatron, paths: [x]}\n";
   const std::vector<BadCase> cases = {
-      {base + data + "grad_acum: 2\n", "job.yaml:6: grad_acum: unknown key (did you mean 'grad_accum'?)"},
-      {base + "data: {format: megatron, paths: [x], feild: ids}\n", "job.yaml:5: data.feild: unknown key"},
-      {base + "data: {format: parquet, paths: [x]}\n", "data.format: 'parquet' is not one of megatron"},
+      {base + data + "grad_acum: 2\n",
+       "job.yaml:6: grad_acum: unknown key (did you mean 'grad_accum'?)"},
+      {base + "data: {format: megatron, paths: [x], feild: ids}\n",
+       "job.yaml:5: data.feild: unknown key"},
+      {base + "data: {format: parquet, paths: [x]}\n",
+       "data.format: 'parquet' is not one of megatron"},
       {base + "data: {paths: [x]}\n", "data.format: missing"},
       {base + "data: {format: jsonl}\n", "data.paths: missing"},
       {"micro_batch_size: 1\ngrad_accum: 4\nseq_len: 4096\n" + data, "world_size: missing"},
       {"world_size: 16\ngrad_accum: 4\nseq_len: 4096\n" + data, "micro_batch_size: missing"},
-      {base + data + "packing: firstfit\n", "job.yaml:6: packing: 'firstfit' is not one of none|greedy|bfd"},
+      {base + data + "packing: firstfit\n",
+       "job.yaml:6: packing: 'firstfit' is not one of none|greedy|bfd"},
       {base + data + "epochs: two\n", "epochs: 'two' is not a whole number"},
       {base + data + "epochs: 0\n", "epochs: 0 is out of range"},
       {base + data + "drop_last: maybe\n", "drop_last: expected true or false"},
@@ -93,7 +99,8 @@ TEST(JobSpec, ErrorsNameFileLineAndKey) {
       {base + data + "model: {params: -1}\n", "model.params: '-1' is not a positive number"},
       {base + data + "checkpoint: {keep: 2}\n", "checkpoint.dir: missing"},
       {base + "data: {format: text-jsonl, paths: [x]}\n", "data.tokenizer: missing"},
-      {base + data + "sharding: by_file\npacking: greedy\npacking_scope: global\n", "packing_scope: global packing cannot"},
+      {base + data + "sharding: by_file\npacking: greedy\npacking_scope: global\n",
+       "packing_scope: global packing cannot"},
       {"world_size: [16\n", "job.yaml:2: invalid YAML: end of sequence flow not found"},
       {"- 1\n- 2\n", "expected a YAML mapping"},
   };
@@ -109,11 +116,13 @@ TEST(JobSpec, ErrorsNameFileLineAndKey) {
 TEST(JobSpec, ModelConfigFillsMissingFieldsAndEstimatesParams) {
   MemGateEnv env;
   // Qwen3-32B's shapes: the estimate should land on the report's 32.76e9.
-  env.AddFile("/j/config.json", R"({"hidden_size": 5120, "num_hidden_layers": 64, "intermediate_size": 25600,
+  env.AddFile("/j/config.json",
+              R"({"hidden_size": 5120, "num_hidden_layers": 64, "intermediate_size": 25600,
     "num_attention_heads": 64, "num_key_value_heads": 8, "head_dim": 128, "vocab_size": 151936,
     "max_position_embeddings": 40960, "tie_word_embeddings": false})");
-  env.AddFile("/j/job.yaml", "world_size: 16\nmicro_batch_size: 1\ngrad_accum: 4\nseq_len: 4096\n"
-                             "data: {format: megatron, paths: [x]}\nmodel: {config: config.json}\n");
+  env.AddFile("/j/job.yaml",
+              "world_size: 16\nmicro_batch_size: 1\ngrad_accum: 4\nseq_len: 4096\n"
+              "data: {format: megatron, paths: [x]}\nmodel: {config: config.json}\n");
   auto spec = LoadJobSpec(&env, "/j/job.yaml");
   ASSERT_TRUE(spec.ok()) << spec.status().message();
   EXPECT_EQ(spec->model->vocab_size, 151936u);
@@ -122,8 +131,9 @@ TEST(JobSpec, ModelConfigFillsMissingFieldsAndEstimatesParams) {
   EXPECT_TRUE(spec->model->params_estimated);
   EXPECT_NEAR(*spec->model->params / 1e9, 32.76, 0.05);
 
-  env.AddFile("/j/bad.yaml", "world_size: 16\nmicro_batch_size: 1\ngrad_accum: 4\nseq_len: 4096\n"
-                             "data: {format: megatron, paths: [x]}\nmodel: {config: missing.json}\n");
+  env.AddFile("/j/bad.yaml",
+              "world_size: 16\nmicro_batch_size: 1\ngrad_accum: 4\nseq_len: 4096\n"
+              "data: {format: megatron, paths: [x]}\nmodel: {config: missing.json}\n");
   auto bad = LoadJobSpec(&env, "/j/bad.yaml");
   ASSERT_FALSE(bad.ok());
   EXPECT_THAT(bad.status().message(), HasSubstr("model.config"));

@@ -1,12 +1,12 @@
 // Packing and step counting against straightforward reference implementations, plus the
 // sharding/batching rules spelled out in packing.h.
+#include "gate/packing.h"
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <random>
-
-#include "gate/packing.h"
 
 namespace ww::gate {
 namespace {
@@ -19,7 +19,10 @@ uint64_t NaiveFirstFit(std::vector<uint32_t> lengths, uint32_t cap) {
     len = std::min(len, cap);
     if (len == 0) continue;
     auto it = std::find_if(room.begin(), room.end(), [&](uint32_t r) { return r >= len; });
-    if (it == room.end()) room.push_back(cap - len); else *it -= len;
+    if (it == room.end())
+      room.push_back(cap - len);
+    else
+      *it -= len;
   }
   return room.size();
 }
@@ -32,9 +35,13 @@ uint64_t NaiveBestFitDecreasing(std::vector<uint32_t> lengths, uint32_t cap) {
     if (len == 0) continue;
     int best = -1;
     for (size_t i = 0; i < room.size(); ++i) {
-      if (room[i] >= len && (best < 0 || room[i] < room[static_cast<size_t>(best)])) best = static_cast<int>(i);
+      if (room[i] >= len && (best < 0 || room[i] < room[static_cast<size_t>(best)]))
+        best = static_cast<int>(i);
     }
-    if (best < 0) room.push_back(cap - len); else room[static_cast<size_t>(best)] -= len;
+    if (best < 0)
+      room.push_back(cap - len);
+    else
+      room[static_cast<size_t>(best)] -= len;
   }
   return room.size();
 }
@@ -56,7 +63,8 @@ TEST(Packing, BestFitDecreasingMatchesReferenceOnRandomCorpora) {
     const uint32_t cap = 1 + rng() % 5000;  // past 4096 exercises a third bitmap level
     std::vector<uint32_t> lengths(rng() % 300);
     for (auto& l : lengths) l = rng() % (cap + 10);
-    ASSERT_EQ(CountBinsBestFitDecreasing(lengths.data(), lengths.size(), cap), NaiveBestFitDecreasing(lengths, cap))
+    ASSERT_EQ(CountBinsBestFitDecreasing(lengths.data(), lengths.size(), cap),
+              NaiveBestFitDecreasing(lengths, cap))
         << "trial " << trial << " cap " << cap;
   }
 }
@@ -107,7 +115,8 @@ TEST(PlanSteps, RankScopePackingDivergesAndGlobalPackingDoesNot) {
   c.grad_accum = 1;
   auto plan = PlanSteps(Corpus(lengths), c);
   ASSERT_TRUE(plan.ok());
-  EXPECT_THAT(std::vector<uint64_t>({plan->ranks[0].steps, plan->ranks[1].steps}), ElementsAre(40u, 4u));
+  EXPECT_THAT(std::vector<uint64_t>({plan->ranks[0].steps, plan->ranks[1].steps}),
+              ElementsAre(40u, 4u));
   EXPECT_FALSE(plan->steps_equal);
   EXPECT_EQ(plan->equalized_max_steps, 4u);
 

@@ -7,9 +7,9 @@
 #include <cstring>
 #include <functional>
 
+#include "gate/corpus_writers.h"
 #include "gate/env.h"
 #include "gate/readers/sample_length_reader.h"
-#include "gate/corpus_writers.h"
 
 namespace ww::gate {
 namespace {
@@ -18,7 +18,8 @@ using ::testing::ElementsAreArray;
 using ::testing::HasSubstr;
 using namespace ww::gate::testing;
 
-Result<std::vector<uint32_t>> ReadAll(GateEnv* env, DataFormat format, const std::string& path, ReaderOptions options = {}) {
+Result<std::vector<uint32_t>> ReadAll(GateEnv* env, DataFormat format, const std::string& path,
+                                      ReaderOptions options = {}) {
   options.chunk_samples = 3;  // small chunks exercise the chunk boundaries
   auto reader = OpenSampleLengthReader(env, format, path, options);
   if (!reader.ok()) return reader.status();
@@ -61,11 +62,13 @@ struct MegatronCase {
 TEST(MegatronReader, RejectsMalformedIndexes) {
   const std::vector<MegatronCase> cases = {
       {"truncated", [](std::string* idx, std::string*) { idx->resize(20); }, "truncated"},
-      {"truncated body", [](std::string* idx, std::string*) { idx->resize(idx->size() - 5); }, "bytes"},
+      {"truncated body", [](std::string* idx, std::string*) { idx->resize(idx->size() - 5); },
+       "bytes"},
       {"wrong magic", [](std::string* idx, std::string*) { (*idx)[0] = 'X'; }, "wrong magic"},
       {"bad version", [](std::string* idx, std::string*) { (*idx)[9] = 7; }, "version 7"},
       {"bad dtype", [](std::string* idx, std::string*) { (*idx)[17] = 42; }, "dtype code 42"},
-      {"lying count", [](std::string* idx, std::string*) { (*idx)[18] = 9; }, "declares 9 sequences"},
+      {"lying count", [](std::string* idx, std::string*) { (*idx)[18] = 9; },
+       "declares 9 sequences"},
       {"huge count",
        [](std::string* idx, std::string*) {
          const uint64_t huge = uint64_t{1} << 62;
@@ -84,8 +87,10 @@ TEST(MegatronReader, RejectsMalformedIndexes) {
          std::memcpy(&(*idx)[34 + 4 * 8 + 8 * 3], &p, 8);
        },
        "pointers out of order"},
-      {"bin too short", [](std::string*, std::string* bin) { bin->resize(bin->size() - 2); }, "truncated .bin"},
-      {"bin too long", [](std::string*, std::string* bin) { bin->append(4, '\0'); }, "do not match"},
+      {"bin too short", [](std::string*, std::string* bin) { bin->resize(bin->size() - 2); },
+       "truncated .bin"},
+      {"bin too long", [](std::string*, std::string* bin) { bin->append(4, '\0'); },
+       "do not match"},
       {"doc index decreasing",
        [](std::string* idx, std::string*) {
          const int64_t v = 0;
@@ -267,7 +272,8 @@ class SplitCounter final : public TokenCounter {
 
 TEST(TextJsonlReader, CountsTokensFromTheTokenizer) {
   MemGateEnv env;
-  env.AddFile("t.jsonl", "{\"text\": \"a b c\", \"n\": 1}\n{\"text\": \"\"}\n{\"text\": \"hello world\"}\n");
+  env.AddFile("t.jsonl",
+              "{\"text\": \"a b c\", \"n\": 1}\n{\"text\": \"\"}\n{\"text\": \"hello world\"}\n");
   SplitCounter counter;
   ReaderOptions options;
   options.field = "text";
@@ -311,7 +317,8 @@ TEST(ArrowReader, RejectsMalformedStreams) {
   missing.field = "labels";
   auto no_col = ReadAll(&env, DataFormat::kArrow, "ok.arrow", missing);
   ASSERT_FALSE(no_col.ok());
-  EXPECT_THAT(no_col.status().message(), HasSubstr("no column 'labels' (columns: text, input_ids)"));
+  EXPECT_THAT(no_col.status().message(),
+              HasSubstr("no column 'labels' (columns: text, input_ids)"));
   ReaderOptions text_col;
   text_col.field = "text";
   auto wrong_type = ReadAll(&env, DataFormat::kArrow, "ok.arrow", text_col);

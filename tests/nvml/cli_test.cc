@@ -8,9 +8,8 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
-
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "telemetry/record/record_writer.h"
 
@@ -45,7 +44,7 @@ class CliTest : public ::testing::Test {
 
   // Runs wattwatch with the fake library and `script` (if non-empty) in its environment.
   CmdResult Wattwatch(const std::string& args, const std::string& script,
-                const std::string& lib = FAKE_NVML_LIB) {
+                      const std::string& lib = FAKE_NVML_LIB) {
     std::string env = "env -u FAKE_NVML_SCRIPT_TEXT TZ=UTC WATTWATCH_NVML_LIB='" + lib + "' ";
     if (!script.empty()) {
       const fs::path sp = dir_ / "script.txt";
@@ -54,8 +53,8 @@ class CliTest : public ::testing::Test {
     }
     const fs::path out = dir_ / "stdout.txt";
     const fs::path err = dir_ / "stderr.txt";
-    const std::string cmd = env + WW_BINARY + " " + args + " >'" + out.string() + "' 2>'" +
-                            err.string() + "'";
+    const std::string cmd =
+        env + WW_BINARY + " " + args + " >'" + out.string() + "' 2>'" + err.string() + "'";
     const int status = std::system(cmd.c_str());
     CmdResult r;
     r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
@@ -127,7 +126,8 @@ TEST_F(CliTest, NoNvmlIsOneClearMessageAndExit2) {
 
 TEST_F(CliTest, RecordWritesNvidiaSmiCsvEveryTick) {
   const fs::path out = dir_ / "node0.csv";
-  CmdResult r = Wattwatch("record --interval-ms 100 --duration-s 1 --out " + out.string(), kTwoGpus);
+  CmdResult r =
+      Wattwatch("record --interval-ms 100 --duration-s 1 --out " + out.string(), kTwoGpus);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   std::stringstream ss(Slurp(out));
   std::string line;
@@ -152,10 +152,13 @@ TEST_F(CliTest, RecordWritesNvidiaSmiCsvEveryTick) {
 
 TEST_F(CliTest, RecordJsonlHasEveryFieldAndReportsAHungGpu) {
   const fs::path out = dir_ / "node0.jsonl";
-  CmdResult r = Wattwatch("record --format jsonl --interval-ms 100 --duration-s 1 --deadline-ms 50 "
-                    "--hostname node0 --out " + out.string(),
-                    std::string(kTwoGpus) + "at 300 block 1 nvmlDeviceGetPowerUsage 0.4\n"
-                                            "at 200 xid 0 79\n");
+  CmdResult r = Wattwatch(
+      "record --format jsonl --interval-ms 100 --duration-s 1 --deadline-ms 50 "
+      "--hostname node0 --out " +
+          out.string(),
+      std::string(kTwoGpus) +
+          "at 300 block 1 nvmlDeviceGetPowerUsage 0.4\n"
+          "at 200 xid 0 79\n");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_THAT(r.err, HasSubstr("GPU 1 (GPU-1111bbbb) is stale: nvmlDeviceGetPowerUsage"));
   EXPECT_THAT(r.err, HasSubstr("Xid 79"));
@@ -191,7 +194,8 @@ TEST_F(CliTest, RecordJsonlHasEveryFieldAndReportsAHungGpu) {
 }
 
 TEST_F(CliTest, RecordRejectsBadMaxSize) {
-  CmdResult r = Wattwatch("record --out " + (dir_ / "x.csv").string() + " --max-size 12Q", kTwoGpus);
+  CmdResult r =
+      Wattwatch("record --out " + (dir_ / "x.csv").string() + " --max-size 12Q", kTwoGpus);
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_THAT(r.err, HasSubstr("--max-size \"12Q\""));
 }

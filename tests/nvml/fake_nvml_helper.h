@@ -20,7 +20,8 @@ class FakeNvml {
     if (handle_ == nullptr) throw std::runtime_error(std::string("dlopen fake: ") + dlerror());
     set_time_ = reinterpret_cast<void (*)(long long)>(dlsym(handle_, "fakeNvmlSetTimeMs"));
     reset_ = reinterpret_cast<void (*)()>(dlsym(handle_, "fakeNvmlReset"));
-    calls_ = reinterpret_cast<unsigned long long (*)(const char*)>(dlsym(handle_, "fakeNvmlCallCount"));
+    calls_ =
+        reinterpret_cast<unsigned long long (*)(const char*)>(dlsym(handle_, "fakeNvmlCallCount"));
     if (!set_time_ || !reset_ || !calls_) throw std::runtime_error("fake control symbols missing");
   }
   // Never dlclosed: a detached worker may still be inside the library when a test ends.

@@ -91,7 +91,7 @@ TEST_F(NvmlSourceTest, ReadsEveryFieldInWattwatchUnits) {
   const GpuSample& s = first[0];
   EXPECT_EQ(s.timestamp_ms, kStartUnixMs + 2000);
   EXPECT_EQ(s.key, (GpuKey{0, 0}));
-  EXPECT_DOUBLE_EQ(*s.power_w, 547.12);          // mW -> W
+  EXPECT_DOUBLE_EQ(*s.power_w, 547.12);  // mW -> W
   EXPECT_DOUBLE_EQ(*s.power_instant_w, 547.12);
   EXPECT_DOUBLE_EQ(*s.power_limit_w, 700.0);
   EXPECT_DOUBLE_EQ(*s.util_gpu_pct, 91);
@@ -99,11 +99,11 @@ TEST_F(NvmlSourceTest, ReadsEveryFieldInWattwatchUnits) {
   EXPECT_DOUBLE_EQ(*s.sm_clock_mhz, 1980);
   EXPECT_DOUBLE_EQ(*s.mem_clock_mhz, 2619);
   EXPECT_DOUBLE_EQ(*s.temperature_c, 45);
-  EXPECT_DOUBLE_EQ(*s.mem_used_mib, 41285);       // bytes -> MiB
+  EXPECT_DOUBLE_EQ(*s.mem_used_mib, 41285);  // bytes -> MiB
   EXPECT_DOUBLE_EQ(*s.mem_total_mib, 81559);
   EXPECT_EQ(*s.pstate, 2);
   EXPECT_EQ(*s.clock_event_reasons, 0x4u);
-  EXPECT_EQ(*s.energy_mj, 1000000u + 1094240u);   // 547.12 W for 2 s = 1094.24 J
+  EXPECT_EQ(*s.energy_mj, 1000000u + 1094240u);  // 547.12 W for 2 s = 1094.24 J
   // Derived values need two readings.
   EXPECT_FALSE(s.power_mean_w);
   EXPECT_FALSE(s.pcie_tx_bytes_per_s);
@@ -112,7 +112,7 @@ TEST_F(NvmlSourceTest, ReadsEveryFieldInWattwatchUnits) {
 
   auto second = At(*src, 2150);
   const GpuSample& t = second[0];
-  EXPECT_NEAR(*t.power_mean_w, 547.12, 1e-9);     // delta mJ / delta ms
+  EXPECT_NEAR(*t.power_mean_w, 547.12, 1e-9);  // delta mJ / delta ms
   EXPECT_NEAR(*t.pcie_tx_bytes_per_s, 2e9, 1);
   EXPECT_NEAR(*t.pcie_rx_bytes_per_s, 5e8, 1);
   EXPECT_NEAR(*t.nvlink_tx_bytes_per_s, 1e6 * 1024, 1);  // KiB/s -> bytes/s
@@ -136,7 +136,7 @@ TEST_F(NvmlSourceTest, OneSecondAverageInstantAndExactMeanPowerDiffer) {
   At(*src, 1000);
   auto s = At(*src, 1500);
   EXPECT_DOUBLE_EQ(*s[0].power_instant_w, 600.0);
-  EXPECT_DOUBLE_EQ(*s[0].power_w, 350.0);  // trailing 1 s: half at 100 W, half at 600 W
+  EXPECT_DOUBLE_EQ(*s[0].power_w, 350.0);        // trailing 1 s: half at 100 W, half at 600 W
   EXPECT_NEAR(*s[0].power_mean_w, 600.0, 1e-9);  // exactly what was drawn since the last read
 }
 
@@ -229,8 +229,8 @@ TEST_F(NvmlSourceTest, LostGpuHasNoReadingsAndOthersContinue) {
   EXPECT_TRUE(after[0].power_w);
   EXPECT_FALSE(src->last_status()[0].lost);
   bool warned = false;
-  for (const auto& w : src->warnings()) warned |= w.find("GPU 1") != std::string::npos &&
-                                                  w.find("lost") != std::string::npos;
+  for (const auto& w : src->warnings())
+    warned |= w.find("GPU 1") != std::string::npos && w.find("lost") != std::string::npos;
   EXPECT_TRUE(warned);
 }
 
@@ -329,14 +329,15 @@ TEST_F(NvmlSourceTest, PcieCounterWrapsAtItsValueTypeWidth) {
       "gpus 1\ncounter_bits 0 pcie 32\nset 0 pcie_tx_bytes_per_s 3000000000\n"
       "set 0 pcie_tx_bytes 1194967296\n");
   ASSERT_TRUE(src);
-  At(*src, 1000);  // 4194967296
+  At(*src, 1000);           // 4194967296
   auto b = At(*src, 1100);  // 4494967296 mod 2^32 = 200000000
   ASSERT_TRUE(b[0].pcie_tx_bytes_per_s);
   EXPECT_NEAR(*b[0].pcie_tx_bytes_per_s, 3e9, 1);
 }
 
 TEST_F(NvmlSourceTest, EnergyCounterResetIsNotAPowerSpike) {
-  auto src = Open("gpus 1\nset 0 power_mw 500000\nset 0 energy_mj 900000000\nat 1050 set 0 energy_mj 0\n");
+  auto src =
+      Open("gpus 1\nset 0 power_mw 500000\nset 0 energy_mj 900000000\nat 1050 set 0 energy_mj 0\n");
   ASSERT_TRUE(src);
   At(*src, 1000);
   auto b = At(*src, 1100);

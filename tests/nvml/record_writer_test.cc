@@ -10,9 +10,8 @@
 #include <ctime>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
-
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "telemetry/replay/nvsmi_log.h"
 
@@ -115,8 +114,8 @@ TEST_F(RecordWriterTest, MissingUnsupportedAndLostAreDistinct) {
   auto w = RecordWriter::Open({path.string(), RecordFormat::kCsv});
   ASSERT_TRUE(w.ok());
   GpuSample missing = Full(kT, 0);
-  missing.power_w.reset();           // failed read
-  missing.temperature_c.reset();     // unsupported
+  missing.power_w.reset();        // failed read
+  missing.temperature_c.reset();  // unsupported
   missing.clock_event_reasons.reset();
   GpuSample lost;
   lost.timestamp_ms = kT;
@@ -212,11 +211,11 @@ TEST_F(RecordWriterTest, JsonlHasEveryFieldAndNullForAbsent) {
   EXPECT_EQ(j["sm_activity_ratio"], 0.8);
   EXPECT_EQ(j["stale"], false);
   EXPECT_EQ(j["xids"], nlohmann::json::array({79}));
-  for (const char* key : {"power_limit_w", "util_gpu_pct", "util_mem_pct", "sm_clock_mhz",
-                          "mem_clock_mhz", "clock_event_reasons", "mem_used_mib", "mem_total_mib",
-                          "pstate", "pcie_rx_bytes_per_s", "nvlink_tx_bytes_per_s",
-                          "sm_occupancy_ratio", "tensor_activity_ratio", "dram_bw_util_ratio",
-                          "lost", "stale_reason"}) {
+  for (const char* key :
+       {"power_limit_w", "util_gpu_pct", "util_mem_pct", "sm_clock_mhz", "mem_clock_mhz",
+        "clock_event_reasons", "mem_used_mib", "mem_total_mib", "pstate", "pcie_rx_bytes_per_s",
+        "nvlink_tx_bytes_per_s", "sm_occupancy_ratio", "tensor_activity_ratio",
+        "dram_bw_util_ratio", "lost", "stale_reason"}) {
     EXPECT_TRUE(j.contains(key)) << key;
   }
 }

@@ -5,15 +5,13 @@
 // Chromium missing: skipped locally, a failure under CI=true (the test must run in CI).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-
 #include <sys/wait.h>
 
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
-
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "report/png_reader.h"
 
@@ -55,7 +53,8 @@ std::string ChromiumCommand(const std::string& dir) {
   return "timeout 120 chromium --headless --no-sandbox --disable-gpu --disable-quic "
          "--no-first-run --disable-background-networking --disable-component-update "
          "--disable-sync --disable-extensions --force-device-scale-factor=1 "
-         "--user-data-dir=" + dir + "/profile --enable-logging=stderr --v=0 ";
+         "--user-data-dir=" +
+         dir + "/profile --enable-logging=stderr --v=0 ";
 }
 
 int CountColor(const RgbImage& img, uint8_t r, uint8_t g, uint8_t b) {
@@ -72,7 +71,8 @@ int CountColor(const RgbImage& img, uint8_t r, uint8_t g, uint8_t b) {
 TEST(BrowserTest, ChromiumDrawsTheReportWithoutScriptErrors) {
   if (Shell("command -v chromium > /dev/null 2>&1") != 0) {
     const char* ci = std::getenv("CI");
-    if (ci && std::string(ci) == "true") FAIL() << "chromium is not installed (scripts/install-deps.sh)";
+    if (ci && std::string(ci) == "true")
+      FAIL() << "chromium is not installed (scripts/install-deps.sh)";
     GTEST_SKIP() << "chromium is not installed";
   }
   TempDir dir;
@@ -137,7 +137,8 @@ TEST(BrowserTest, ChromiumDrawsTheReportWithoutScriptErrors) {
       << ReadFile(d + "/zoom.log");
   auto zoomed = DecodePng(ReadFile(d + "/zoom.png"));
   ASSERT_TRUE(zoomed.ok()) << zoomed.status().message();
-  const double zc = CountColor(*zoomed, 0x2e, 0x7d, 0x32), zh = CountColor(*zoomed, 0xd3, 0x2f, 0x2f);
+  const double zc = CountColor(*zoomed, 0x2e, 0x7d, 0x32),
+               zh = CountColor(*zoomed, 0xd3, 0x2f, 0x2f);
   EXPECT_GT(zc, 20000);
   EXPECT_GT(zh, 20000);
   // The whole run is mostly hang; 20 s either side of its start is about half and half.

@@ -2,16 +2,15 @@
 // state counts however long the run; the page embeds a parseable timeline, carries the episodes
 // with their reasons, loads nothing from the network, and stays small for a long 16-GPU log.
 #include "report/html_report.h"
-#include "report/labels_writer.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
 #include <random>
 #include <regex>
 
-#include <nlohmann/json.hpp>
-
+#include "report/labels_writer.h"
 #include "telemetry/sim/simulator.h"
 #include "triage/run.h"
 
@@ -50,7 +49,7 @@ TEST(TimelineCollectorTest, LongRunStaysBoundedAndKeepsExtremesAndCounts) {
   for (int i = 0; i < kSamples; ++i) {
     const int64_t t = t0 + int64_t{i} * 100;
     double p = power(rng);
-    if (i == 123'456) p = 31;   // one dip and one spike must survive every merge
+    if (i == 123'456) p = 31;  // one dip and one spike must survive every merge
     if (i == 654) p = 699;
     true_min = std::min(true_min, p);
     true_max = std::max(true_max, p);
@@ -86,8 +85,8 @@ TEST(TimelineCollectorTest, LongRunStaysBoundedAndKeepsExtremesAndCounts) {
 TEST(TimelineCollectorTest, BucketPlacementFollowsTime) {
   TimelineCollector tl;
   tl.AddSample(Sample(1000, 0, 100, 0));
-  tl.AddSample(Sample(1050, 0, 300, 100));   // same 100 ms bucket
-  tl.AddSample(Sample(1450, 1, 200, 50));    // another GPU, bucket 4
+  tl.AddSample(Sample(1050, 0, 300, 100));  // same 100 ms bucket
+  tl.AddSample(Sample(1450, 1, 200, 50));   // another GPU, bucket 4
   const auto& a = tl.lanes().at(GpuKey{0, 0}).buckets;
   ASSERT_EQ(a.size(), 1u);
   EXPECT_EQ(a[0].power_min_w, 100);

@@ -57,8 +57,8 @@ Result<RgbImage> DecodePng(const std::string& bytes) {
   const size_t stride = static_cast<size_t>(img.width) * static_cast<size_t>(channels);
   std::vector<uint8_t> raw((stride + 1) * static_cast<size_t>(img.height));
   uLongf raw_len = raw.size();
-  if (uncompress(raw.data(), &raw_len, reinterpret_cast<const Bytef*>(idat.data()),
-                 idat.size()) != Z_OK ||
+  if (uncompress(raw.data(), &raw_len, reinterpret_cast<const Bytef*>(idat.data()), idat.size()) !=
+          Z_OK ||
       raw_len != raw.size()) {
     return Status::InvalidInput("bad IDAT stream");
   }
@@ -71,21 +71,34 @@ Result<RgbImage> DecodePng(const std::string& bytes) {
       const int x = row[1 + i];
       const int a = i >= static_cast<size_t>(channels) ? cur[i - static_cast<size_t>(channels)] : 0;
       const int b = prev[i];
-      const int c = i >= static_cast<size_t>(channels) ? prev[i - static_cast<size_t>(channels)] : 0;
+      const int c =
+          i >= static_cast<size_t>(channels) ? prev[i - static_cast<size_t>(channels)] : 0;
       int v;
       switch (filter) {
-        case 0: v = x; break;
-        case 1: v = x + a; break;
-        case 2: v = x + b; break;
-        case 3: v = x + (a + b) / 2; break;
-        case 4: v = x + Paeth(a, b, c); break;
-        default: return Status::InvalidInput("bad filter type");
+        case 0:
+          v = x;
+          break;
+        case 1:
+          v = x + a;
+          break;
+        case 2:
+          v = x + b;
+          break;
+        case 3:
+          v = x + (a + b) / 2;
+          break;
+        case 4:
+          v = x + Paeth(a, b, c);
+          break;
+        default:
+          return Status::InvalidInput("bad filter type");
       }
       cur[i] = static_cast<uint8_t>(v & 0xff);
     }
     for (int x = 0; x < img.width; ++x) {
       for (int ch = 0; ch < 3; ++ch) {
-        img.rgb[(static_cast<size_t>(y) * static_cast<size_t>(img.width) + static_cast<size_t>(x)) * 3 +
+        img.rgb[(static_cast<size_t>(y) * static_cast<size_t>(img.width) + static_cast<size_t>(x)) *
+                    3 +
                 static_cast<size_t>(ch)] = cur[static_cast<size_t>(x * channels + ch)];
       }
     }

@@ -1,8 +1,6 @@
 // `wattwatch top`: the model and the screen it renders (pure, driven by the simulator), then the
 // real binary in a real terminal (tmux): rows appear, the hang and its culprit show, keys work,
 // and q restores the terminal.
-#include "report/top_view.h"
-
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <sys/wait.h>
@@ -15,6 +13,7 @@
 #include <sstream>
 #include <thread>
 
+#include "report/top_view.h"
 #include "telemetry/sim/simulator.h"
 
 namespace ww::report {
@@ -63,7 +62,7 @@ TEST(TopViewTest, HealthyJobShowsOneComputingRowPerGpu) {
   EXPECT_THAT(screen, HasSubstr("compute"));
   EXPECT_THAT(screen, HasSubstr("no hang"));
   EXPECT_THAT(screen, Not(HasSubstr("culprit")));
-  EXPECT_THAT(screen, HasSubstr("/700 W"));  // power against the H100's limit
+  EXPECT_THAT(screen, HasSubstr("/700 W"));                        // power against the H100's limit
   for (const auto& l : lines) EXPECT_LE(l.size(), 120u * 3) << l;  // sparkline is UTF-8
 }
 
@@ -182,12 +181,13 @@ class TmuxTest : public ::testing::Test {
 
 TEST_F(TmuxTest, LiveViewShowsHangKeysWorkAndQRestoresTheTerminal) {
   // A shell in the pane, so that after q we can see the prompt come back and the screen restored.
-  ASSERT_EQ(Shell(tmux_ + " new-session -d -s ww -x 160 -y 50 'env PS1=READY\\$\\  bash --norc -i'"),
-            0);
-  WaitFor(tmux_, [](const std::string& s) { return s.find("READY$") != std::string::npos; }, 10);
+  ASSERT_EQ(
+      Shell(tmux_ + " new-session -d -s ww -x 160 -y 50 'env PS1=READY\\$\\  bash --norc -i'"), 0);
+  WaitFor(
+      tmux_, [](const std::string& s) { return s.find("READY$") != std::string::npos; }, 10);
   Shell(tmux_ + " send-keys -t ww 'clear; echo BEFORE-TOP' Enter");
-  WaitFor(tmux_, [](const std::string& s) { return s.find("BEFORE-TOP") != std::string::npos; },
-          10);
+  WaitFor(
+      tmux_, [](const std::string& s) { return s.find("BEFORE-TOP") != std::string::npos; }, 10);
   Shell(tmux_ + " send-keys -t ww '" + std::string(WW_BINARY) +
         " top --source sim:hang-exit --speed 25; echo TOP-EXIT=$?' Enter");
   // hang-exit: the rank exits ~84 s in, the hang is confirmed 45 s later and lasts 200 s: at x25
@@ -198,7 +198,7 @@ TEST_F(TmuxTest, LiveViewShowsHangKeysWorkAndQRestoresTheTerminal) {
   for (int g = 0; g < 8; ++g) EXPECT_THAT(screen, HasSubstr("node0/GPU" + std::to_string(g)));
   EXPECT_THAT(screen, HasSubstr("HANG since"));
   EXPECT_THAT(screen, HasSubstr("<< culprit"));
-  EXPECT_THAT(screen, HasSubstr(" hang "));  // a row in state hang
+  EXPECT_THAT(screen, HasSubstr(" hang "));           // a row in state hang
   EXPECT_THAT(screen, Not(HasSubstr("BEFORE-TOP")));  // alternate screen
 
   // s cycles the sort; j moves the pick; enter opens the details.
@@ -227,9 +227,10 @@ TEST_F(TmuxTest, LiveViewShowsHangKeysWorkAndQRestoresTheTerminal) {
 }
 
 TEST_F(TmuxTest, SigtermRestoresTheTerminalToo) {
-  ASSERT_EQ(Shell(tmux_ + " new-session -d -s ww -x 120 -y 40 'env PS1=READY\\$\\  bash --norc -i'"),
-            0);
-  WaitFor(tmux_, [](const std::string& s) { return s.find("READY$") != std::string::npos; }, 10);
+  ASSERT_EQ(
+      Shell(tmux_ + " new-session -d -s ww -x 120 -y 40 'env PS1=READY\\$\\  bash --norc -i'"), 0);
+  WaitFor(
+      tmux_, [](const std::string& s) { return s.find("READY$") != std::string::npos; }, 10);
   Shell(tmux_ + " send-keys -t ww 'clear; echo BEFORE-TOP; " + std::string(WW_BINARY) +
         " top --source sim:healthy --speed 5; echo TOP-EXIT=$?' Enter");
   std::string screen = WaitFor(

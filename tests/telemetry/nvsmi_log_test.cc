@@ -2,17 +2,17 @@
 // property each: the formats people actually have (csv with/without units and header, any column
 // subset and order, dmon), the documented skips (a field that failed is absent, never 0; cut-off
 // last lines, time going back, implausible values) and the errors (file, line and column named).
+#include "telemetry/replay/nvsmi_log.h"
+
+#include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <cstdio>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <regex>
 
-#include <fmt/format.h>
-#include <nlohmann/json.hpp>
-
-#include "telemetry/replay/nvsmi_log.h"
 #include "telemetry/replay/nvsmi_writer.h"
 #include "telemetry/test_files.h"
 
@@ -28,7 +28,8 @@ constexpr const char* kH100 = "NVIDIA H100 80GB HBM3";
 // Rows of `ticks` ticks of `gpus` GPUs, 100 ms apart, with the nvidia-smi header and units.
 // power = 100 + 10*gpu + tick, util = gpu*10: every value says which row it came from.
 std::string IndexedLog(int ticks, int gpus, int64_t interval_ms = 100) {
-  std::string s = "timestamp, index, name, power.draw [W], utilization.gpu [%], memory.used [MiB]\n";
+  std::string s =
+      "timestamp, index, name, power.draw [W], utilization.gpu [%], memory.used [MiB]\n";
   for (int t = 0; t < ticks; ++t) {
     for (int g = 0; g < gpus; ++g) {
       s += fmt::format("{}, {}, {}, {:.2f} W, {} %, {} MiB\n", Ts(t * interval_ms), g, kH100,
@@ -67,10 +68,9 @@ TEST(NvsmiLogTest, HeaderWithUnitsAndLeadingSpaces) {
 TEST(NvsmiLogTest, NoUnits) {
   // --format=csv,nounits: bare numbers in both header and rows.
   TempDir dir;
-  const std::string path = dir.Write(
-      "a.csv",
-      "timestamp, index, power.draw, utilization.gpu, temperature.gpu\n" +
-          Ts(0) + ", 0, 547.12, 91, 45\n" + Ts(0) + ", 1, 121.5, 100, 40\n");
+  const std::string path =
+      dir.Write("a.csv", "timestamp, index, power.draw, utilization.gpu, temperature.gpu\n" +
+                             Ts(0) + ", 0, 547.12, 91, 45\n" + Ts(0) + ", 1, 121.5, 100, 40\n");
   ReadAll r = ReadReplay({path});
   ASSERT_TRUE(r.status.ok()) << r.status.message();
   ASSERT_EQ(r.samples.size(), 2u);
@@ -83,9 +83,9 @@ TEST(NvsmiLogTest, NoUnits) {
 TEST(NvsmiLogTest, NoHeaderWithQuery) {
   // --format=csv,noheader: the first line is data; the columns come from --query.
   TempDir dir;
-  const std::string path =
-      dir.Write("a.csv", Ts(0) + ", 0, 547.12 W, 91 %\n" + Ts(0) + ", 1, 120.00 W, 100 %\n" +
-                             Ts(100) + ", 0, 550.00 W, 92 %\n" + Ts(100) + ", 1, 119.00 W, 100 %\n");
+  const std::string path = dir.Write(
+      "a.csv", Ts(0) + ", 0, 547.12 W, 91 %\n" + Ts(0) + ", 1, 120.00 W, 100 %\n" + Ts(100) +
+                   ", 0, 550.00 W, 92 %\n" + Ts(100) + ", 1, 119.00 W, 100 %\n");
   ReplayOptions o;
   o.query = "timestamp,index,power.draw,utilization.gpu";
   ReadAll r = ReadReplay({path}, o);
@@ -106,10 +106,13 @@ TEST(NvsmiLogTest, NoHeaderWithQuery) {
 
 TEST(NvsmiLogTest, ColumnsInAnyOrderAndSubset) {
   TempDir dir;
-  const std::string shuffled = dir.Write(
-      "shuffled.csv", "utilization.gpu [%], power.draw [W], index, timestamp\n"
-                      "91 %, 547.12 W, 3, " + Ts(0) + "\n"
-                      "100 %, 120.00 W, 5, " + Ts(0) + "\n");
+  const std::string shuffled = dir.Write("shuffled.csv",
+                                         "utilization.gpu [%], power.draw [W], index, timestamp\n"
+                                         "91 %, 547.12 W, 3, " +
+                                             Ts(0) +
+                                             "\n"
+                                             "100 %, 120.00 W, 5, " +
+                                             Ts(0) + "\n");
   ReadAll r = ReadReplay({shuffled});
   ASSERT_TRUE(r.status.ok()) << r.status.message();
   ASSERT_EQ(r.samples.size(), 2u);
@@ -129,9 +132,9 @@ TEST(NvsmiLogTest, ColumnsInAnyOrderAndSubset) {
   EXPECT_THAT(s.samples[0].util_gpu_pct, Optional(42.0));
 
   // Unknown columns are ignored.
-  const std::string extra = dir.Write(
-      "extra.csv", "timestamp, driver_version, index, fan.speed [%], power.draw [W]\n" + Ts(0) +
-                       ", 550.54.15, 0, 30 %, 88.10 W\n");
+  const std::string extra =
+      dir.Write("extra.csv", "timestamp, driver_version, index, fan.speed [%], power.draw [W]\n" +
+                                 Ts(0) + ", 550.54.15, 0, 30 %, 88.10 W\n");
   ReadAll e = ReadReplay({extra});
   ASSERT_TRUE(e.status.ok()) << e.status.message();
   ASSERT_EQ(e.samples.size(), 1u);
@@ -183,9 +186,8 @@ TEST(NvsmiLogTest, EnforcedLimitWinsOverPowerLimitInEitherOrder) {
   for (const auto& [header, row] : std::vector<std::pair<std::string, std::string>>{
            {"power.limit [W], enforced.power.limit [W]", "700.00 W, 450.00 W"},
            {"enforced.power.limit [W], power.limit [W]", "450.00 W, 700.00 W"}}) {
-    const std::string path = dir.Write(
-        "a.csv", "timestamp, index, power.draw [W], " + header + "\n" + Ts(0) + ", 0, 300 W, " +
-                     row + "\n");
+    const std::string path = dir.Write("a.csv", "timestamp, index, power.draw [W], " + header +
+                                                    "\n" + Ts(0) + ", 0, 300 W, " + row + "\n");
     ReadAll r = ReadReplay({path});
     ASSERT_TRUE(r.status.ok()) << r.status.message();
     ASSERT_EQ(r.samples.size(), 1u);
@@ -199,7 +201,7 @@ TEST(NvsmiLogTest, ClockEventReasons) {
       "a.csv",
       "timestamp, index, power.draw [W], clocks_event_reasons.gpu_idle, "
       "clocks_event_reasons.sw_power_cap, clocks_throttle_reasons.hw_slowdown\n" +
-          Ts(0) + ", 0, 300 W, Not Active, Active, Active\n" +    // sw_power_cap | hw_slowdown
+          Ts(0) + ", 0, 300 W, Not Active, Active, Active\n" +  // sw_power_cap | hw_slowdown
           Ts(0) + ", 1, 300 W, Not Active, Not Active, Not Active\n" +  // known: none active
           Ts(0) + ", 2, 300 W, [N/A], [N/A], [N/A]\n" +                 // unknown: absent
           Ts(0) + ", 3, 300 W, Active, Not Active, Not Active\n");
@@ -211,10 +213,10 @@ TEST(NvsmiLogTest, ClockEventReasons) {
   EXPECT_FALSE(r.samples[2].clock_event_reasons.has_value());
   EXPECT_THAT(r.samples[3].clock_event_reasons, Optional(uint64_t{0x1}));
 
-  const std::string hex = dir.Write(
-      "hex.csv", "timestamp, index, power.draw [W], clocks_event_reasons.active\n" + Ts(0) +
-                     ", 0, 300 W, 0x0000000000000004\n" + Ts(0) + ", 1, 300 W, 0x0000000000000000\n" +
-                     Ts(0) + ", 2, 300 W, [N/A]\n");
+  const std::string hex =
+      dir.Write("hex.csv", "timestamp, index, power.draw [W], clocks_event_reasons.active\n" +
+                               Ts(0) + ", 0, 300 W, 0x0000000000000004\n" + Ts(0) +
+                               ", 1, 300 W, 0x0000000000000000\n" + Ts(0) + ", 2, 300 W, [N/A]\n");
   ReadAll h = ReadReplay({hex});
   ASSERT_TRUE(h.status.ok()) << h.status.message();
   ASSERT_EQ(h.samples.size(), 3u);
@@ -226,13 +228,15 @@ TEST(NvsmiLogTest, ClockEventReasons) {
 TEST(NvsmiLogTest, FailedReadingsAreAbsentNeverZero) {
   // What nvidia-smi prints when a read fails: the field is absent for that sample, the rest of
   // the row (and the GPU's place) stays.
-  for (const std::string marker : {"[N/A]", "[Not Supported]", "[Unknown Error]", "[GPU is lost]"}) {
+  for (const std::string marker :
+       {"[N/A]", "[Not Supported]", "[Unknown Error]", "[GPU is lost]"}) {
     SCOPED_TRACE(marker);
     TempDir dir;
     const std::string path = dir.Write(
-        "a.csv", "timestamp, index, power.draw [W], utilization.gpu [%], temperature.gpu, pstate\n" +
-                     Ts(0) + ", 0, " + marker + ", " + marker + ", 45, " + marker + "\n" + Ts(0) +
-                     ", 1, 300.00 W, 97 %, " + marker + ", P0\n");
+        "a.csv",
+        "timestamp, index, power.draw [W], utilization.gpu [%], temperature.gpu, pstate\n" + Ts(0) +
+            ", 0, " + marker + ", " + marker + ", 45, " + marker + "\n" + Ts(0) +
+            ", 1, 300.00 W, 97 %, " + marker + ", P0\n");
     ReadAll r = ReadReplay({path});
     ASSERT_TRUE(r.status.ok()) << r.status.message();
     ASSERT_EQ(r.samples.size(), 2u);
@@ -436,8 +440,8 @@ TEST(NvsmiLogTest, OutOfOrderAndDuplicateTimestampsAreSkipped) {
   std::string s = header;
   s += Ts(0) + ", 0, 100 W\n" + Ts(0) + ", 1, 101 W\n";
   s += Ts(100) + ", 0, 102 W\n" + Ts(100) + ", 1, 103 W\n";
-  s += Ts(50) + ", 0, 666 W\n" + Ts(50) + ", 1, 666 W\n";    // back in time
-  s += Ts(100) + ", 0, 777 W\n";                              // repeats GPU 0's last time
+  s += Ts(50) + ", 0, 666 W\n" + Ts(50) + ", 1, 666 W\n";  // back in time
+  s += Ts(100) + ", 0, 777 W\n";                           // repeats GPU 0's last time
   s += Ts(200) + ", 0, 104 W\n" + Ts(200) + ", 1, 105 W\n";
   const std::string path = dir.Write("a.csv", s);
   ReadAll r = ReadReplay({path});
@@ -560,7 +564,10 @@ TEST(NvsmiLogTest, UnusableFilesAreClearErrors) {
       {"blank.csv", "\n\n  \n", "empty file"},
       {"header_only.csv", "timestamp, index, power.draw [W], utilization.gpu [%]\n",
        "no data rows"},
-      {"binary.csv", std::string("\x7f" "ELF\x02\x01\x01\0\0\0\0\0\0\0\0\0\x03\0>\0\n", 20),
+      {"binary.csv",
+       std::string("\x7f"
+                   "ELF\x02\x01\x01\0\0\0\0\0\0\0\0\0\x03\0>\0\n",
+                   20),
        ":1: binary data"},
       {"binary_row.csv",
        "timestamp, index, power.draw [W]\n" + Ts(0) + ", 0, 1" + std::string(1, '\0') + "0 W\n",
@@ -568,7 +575,8 @@ TEST(NvsmiLogTest, UnusableFilesAreClearErrors) {
       {"no_header.csv", "hello, world\n1, 2\n", ":1: not an nvidia-smi log header"},
       {"no_reading.csv", "timestamp, index, temperature.gpu\n" + Ts(0) + ", 0, 40\n",
        ":1: no power.draw or utilization.gpu column"},
-      {"no_time.csv", "index, power.draw [W]\n0, 100 W\n", ":1: no timestamp column; pass --interval-ms"},
+      {"no_time.csv", "index, power.draw [W]\n0, 100 W\n",
+       ":1: no timestamp column; pass --interval-ms"},
       {"bad_timestamps.csv",
        [] {
          std::string s = "timestamp, index, power.draw [W]\n";
@@ -648,7 +656,9 @@ TEST(NvsmiLogTest, TextFromTheLogIsValidUtf8) {
   EXPECT_EQ(r.gpus[1].name, "NVIDIA H100 \xe2\x80\x94 \xf0\x9f\x9a\x80");  // valid: unchanged
   EXPECT_EQ(r.hosts, std::vector<std::string>{"node\xef\xbf\xbd"});
   ASSERT_FALSE(r.warnings.empty());
-  nlohmann::json j = {{"hosts", r.hosts}, {"warnings", r.warnings}, {"name", r.gpus[0].name},
+  nlohmann::json j = {{"hosts", r.hosts},
+                      {"warnings", r.warnings},
+                      {"name", r.gpus[0].name},
                       {"uuid", r.gpus[0].uuid}};
   EXPECT_NO_THROW((void)j.dump());
   EXPECT_THAT(r.AllWarnings(), HasSubstr("'1\xef\xbf\xbd W' is not a number"));

@@ -57,7 +57,8 @@ struct ReadAll {
   }
 };
 
-inline ReadAll ReadReplay(const std::vector<std::string>& paths, const ReplayOptions& options = {}) {
+inline ReadAll ReadReplay(const std::vector<std::string>& paths,
+                          const ReplayOptions& options = {}) {
   ReadAll r;
   auto src = OpenReplay(paths, options);
   if (!src.ok()) {

@@ -57,7 +57,7 @@ TEST(Qwen3Oracle, TenThousandVariedLinesMatchJsAndRustExactly) {
   ASSERT_NE(Qwen3(), nullptr);
   TempDir dir;
   ASSERT_EQ(RunCommand("node " + OracleDir() + "/gen_lines.mjs --count 10000 --seed 1 > " +
-                (dir / "lines.jsonl")),
+                       (dir / "lines.jsonl")),
             0);
   const auto lines = Lines(ReadFile(dir / "lines.jsonl"));
   ASSERT_EQ(lines.size(), 10000u);
@@ -78,12 +78,13 @@ TEST(Qwen3Oracle, RawInvalidUtf8BytesBecomeReplacementCharacters) {
   ASSERT_NE(Qwen3(), nullptr);
   TempDir dir;
   const std::vector<std::string> bad = {
-      "\x80",         "\xBF\xBF",     "\xC0\xAF",         "\xC3",     "\xE0\x80\x80",
-      "\xE2\x82",     "\xED\xA0\x80", "\xED\xBF\xBF",     "\xF0\x9F", "\xF0\x9F\x98",
-      "\xF4\x90\x80", "\xF5\x80",     "\xFE\xFF",         "\xFF",     "\xE2\x28\xA1",
-      "\xF0\x28\x8C\xBC", "\xC3\xA9\x80", "caf\xE9",      "\xE9t\xE9"};
-  const std::vector<std::string> context = {"", "a", " ", "hello", "  ", "\xC3\xA9", "日本",
-                                            "'s", "1", "\\n", "<|im_end|>"};
+      "\x80",         "\xBF\xBF",     "\xC0\xAF",     "\xC3",
+      "\xE0\x80\x80", "\xE2\x82",     "\xED\xA0\x80", "\xED\xBF\xBF",
+      "\xF0\x9F",     "\xF0\x9F\x98", "\xF4\x90\x80", "\xF5\x80",
+      "\xFE\xFF",     "\xFF",         "\xE2\x28\xA1", "\xF0\x28\x8C\xBC",
+      "\xC3\xA9\x80", "caf\xE9",      "\xE9t\xE9"};
+  const std::vector<std::string> context = {"",     "a",  " ", "hello", "  ",        "\xC3\xA9",
+                                            "日本", "'s", "1", "\\n",   "<|im_end|>"};
   std::string file;
   uint32_t x = 12345;
   auto next = [&] {
@@ -136,7 +137,7 @@ class VariantOracle : public ::testing::Test {
     auto tok = Tokenizer::Load(dir / "tokenizer.json");
     ASSERT_TRUE(tok.ok()) << tok.status().message();
     ASSERT_EQ(RunCommand("node " + OracleDir() + "/gen_lines.mjs --count 1500 --seed 7 > " +
-                  (dir / "lines.jsonl")),
+                         (dir / "lines.jsonl")),
               0);
     const auto lines = Lines(ReadFile(dir / "lines.jsonl"));
     const std::string extra = add_special_tokens ? "--add-special-tokens" : "";
@@ -147,9 +148,8 @@ class VariantOracle : public ::testing::Test {
       if (impl == "js" && !js_blind_spots.empty()) {
         std::vector<std::string> kept_lines, kept_expected;
         for (size_t i = 0; i < lines.size() && i < expected.size(); ++i) {
-          if (std::any_of(js_blind_spots.begin(), js_blind_spots.end(), [&](const auto& b) {
-                return lines[i].find(b) != std::string::npos;
-              })) {
+          if (std::any_of(js_blind_spots.begin(), js_blind_spots.end(),
+                          [&](const auto& b) { return lines[i].find(b) != std::string::npos; })) {
             continue;
           }
           kept_lines.push_back(lines[i]);
@@ -170,12 +170,18 @@ TEST_F(VariantOracle, Gpt2StyleByteLevelRegexWithPrefixSpace) {
   WW_REQUIRE_ORACLE();
   auto j = Base();
   j["normalizer"] = nullptr;
-  j["pre_tokenizer"] = {{"type", "ByteLevel"}, {"add_prefix_space", true},
-                        {"trim_offsets", true}, {"use_regex", true}};
+  j["pre_tokenizer"] = {{"type", "ByteLevel"},
+                        {"add_prefix_space", true},
+                        {"trim_offsets", true},
+                        {"use_regex", true}};
   // GPT-2 has one added token, matched on normalized text.
-  j["added_tokens"] = nlohmann::json::array(
-      {{{"id", 151643}, {"content", "<|endoftext|>"}, {"single_word", false}, {"lstrip", false},
-        {"rstrip", false}, {"normalized", true}, {"special", true}}});
+  j["added_tokens"] = nlohmann::json::array({{{"id", 151643},
+                                              {"content", "<|endoftext|>"},
+                                              {"single_word", false},
+                                              {"lstrip", false},
+                                              {"rstrip", false},
+                                              {"normalized", true},
+                                              {"special", true}}});
   // tokenizers.js hard-codes ByteLevel's GPT-2 pattern as a JavaScript regex, whose \s includes
   // U+FEFF and lacks U+0085; Oniguruma's \s (the Rust library's, and ours) is the reverse.
   Check(j, false, false, {"\xEF\xBB\xBF", "\xC2\x85"});

@@ -16,9 +16,10 @@ using ::ww::testing::TempDir;
 using ::ww::testing::WriteFile;
 
 std::string Corpus(int lines, uint32_t seed) {
-  const std::vector<std::string> words = {
-      "the", "gradient", "rank", "hangs", "while", "power", "drops", "to", "idle", "NCCL",
-      "checkpoint", "épocas", "über", "данные", "模型", "训练", "1234", "x86_64", "GPU", "—"};
+  const std::vector<std::string> words = {"the",        "gradient", "rank",   "hangs",  "while",
+                                          "power",      "drops",    "to",     "idle",   "NCCL",
+                                          "checkpoint", "épocas",   "über",   "данные", "模型",
+                                          "训练",       "1234",     "x86_64", "GPU",    "—"};
   std::string out;
   uint32_t x = seed;
   for (int i = 0; i < lines; ++i) {
@@ -40,16 +41,16 @@ TEST(SentencePiece, MatchesSpmEncodeOnATrainedModel) {
   }
   TempDir dir;
   WriteFile(dir / "train.txt", Corpus(3000, 1));
-  ASSERT_EQ(RunCommand("spm_train --input=" + (dir / "train.txt") + " --model_prefix=" +
-                       (dir / "m") +
-                       " --vocab_size=200 --hard_vocab_limit=false --model_type=bpe"
-                       " --character_coverage=1.0"
-                       " --minloglevel=2 >/dev/null 2>&1"),
-            0);
+  ASSERT_EQ(
+      RunCommand("spm_train --input=" + (dir / "train.txt") + " --model_prefix=" + (dir / "m") +
+                 " --vocab_size=200 --hard_vocab_limit=false --model_type=bpe"
+                 " --character_coverage=1.0"
+                 " --minloglevel=2 >/dev/null 2>&1"),
+      0);
   const std::string test_text = Corpus(300, 99) + "unseen words ☕ zzz\n";
   WriteFile(dir / "test.txt", test_text);
-  ASSERT_EQ(RunCommand("spm_encode --model=" + (dir / "m.model") +
-                       " --output_format=id < " + (dir / "test.txt") + " > " + (dir / "ids.txt")),
+  ASSERT_EQ(RunCommand("spm_encode --model=" + (dir / "m.model") + " --output_format=id < " +
+                       (dir / "test.txt") + " > " + (dir / "ids.txt")),
             0);
   auto tok = Tokenizer::Load(dir / "m.model");
   ASSERT_TRUE(tok.ok()) << tok.status().message();

@@ -34,12 +34,12 @@ inline bool EnsureOracle() {
                          std::filesystem::exists(Qwen3Path());
   return ok;
 }
-#define WW_REQUIRE_ORACLE()                                                                 \
-  do {                                                                                      \
-    if (!::ww::testing::EnsureOracle()) {                                                   \
+#define WW_REQUIRE_ORACLE()                                                                  \
+  do {                                                                                       \
+    if (!::ww::testing::EnsureOracle()) {                                                    \
       if (::ww::testing::InCi()) FAIL() << "oracle missing: tests/oracle/install.sh failed"; \
-      GTEST_SKIP() << "oracle not installed; run tests/oracle/install.sh";                  \
-    }                                                                                       \
+      GTEST_SKIP() << "oracle not installed; run tests/oracle/install.sh";                   \
+    }                                                                                        \
   } while (0)
 
 // A fresh directory for one test's files, removed at destruction.

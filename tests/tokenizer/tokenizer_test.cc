@@ -1,15 +1,15 @@
 // Unit tests of the tokenizer's parts: UTF-8 repair, the two merge loops, loading errors, and
 // concurrent use. End-to-end equality with the reference libraries is in oracle_test.cc.
+#include "gate/tokenizer/tokenizer.h"
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
 #include <random>
 #include <thread>
 
-#include <nlohmann/json.hpp>
-
 #include "gate/tokenizer/hf_bpe.h"
-#include "gate/tokenizer/tokenizer.h"
 #include "tokenizer/test_util.h"
 
 namespace ww {
@@ -27,14 +27,16 @@ TEST(SanitizeUtf8, OneReplacementPerMaximalSubpart) {
   EXPECT_EQ(SanitizeUtf8("abc"), "abc");
   EXPECT_EQ(SanitizeUtf8("\xC3\xA9"), "\xC3\xA9");
   EXPECT_EQ(SanitizeUtf8("\x80"), kFffd);
-  EXPECT_EQ(SanitizeUtf8("\xC0\xAF"), kFffd + kFffd);          // C0 never starts a sequence
+  EXPECT_EQ(SanitizeUtf8("\xC0\xAF"), kFffd + kFffd);              // C0 never starts a sequence
   EXPECT_EQ(SanitizeUtf8("\xE0\x80\x80"), kFffd + kFffd + kFffd);  // overlong: E0 needs A0..BF
   EXPECT_EQ(SanitizeUtf8("\xED\xA0\x80"), kFffd + kFffd + kFffd);  // surrogate
-  EXPECT_EQ(SanitizeUtf8("\xF0\x9F\x98"), kFffd);               // truncated: one subpart
+  EXPECT_EQ(SanitizeUtf8("\xF0\x9F\x98"), kFffd);                  // truncated: one subpart
   EXPECT_EQ(SanitizeUtf8("\xF0\x9F\x98x"), kFffd + "x");
   EXPECT_EQ(SanitizeUtf8("\xF4\x90\x80\x80"), kFffd + kFffd + kFffd + kFffd);  // > U+10FFFF
   EXPECT_EQ(SanitizeUtf8("\xE2\x28\xA1"), kFffd + "(" + kFffd);
-  EXPECT_EQ(SanitizeUtf8("a\xFF" "b"), "a" + kFffd + "b");
+  EXPECT_EQ(SanitizeUtf8("a\xFF"
+                         "b"),
+            "a" + kFffd + "b");
   EXPECT_EQ(SanitizeUtf8(std::string("\0x", 2)), std::string("\0x", 2));
 }
 
@@ -53,9 +55,16 @@ TEST(BpeMerge, ShortAndHeapLoopsAgree) {
   const auto* bpe = dynamic_cast<const HfBpeTokenizer*>(Qwen3());
   ASSERT_NE(bpe, nullptr);
   std::mt19937 rng(42);
-  const std::vector<std::string> alphabet = {"a", "b", "e", "n", "t", "s", " ", "  ", "\n",
-                                             "th", "in", "er", "\xC3\xA9", "\xE4\xB8\xAD",
-                                             "=", "0", "1", "\xF0\x9F\x98\x80", "'"};
+  const std::vector<std::string> alphabet = {"a",        "b",
+                                             "e",        "n",
+                                             "t",        "s",
+                                             " ",        "  ",
+                                             "\n",       "th",
+                                             "in",       "er",
+                                             "\xC3\xA9", "\xE4\xB8\xAD",
+                                             "=",        "0",
+                                             "1",        "\xF0\x9F\x98\x80",
+                                             "'"};
   for (int i = 0; i < 3000; ++i) {
     std::string piece;
     const int n = 1 + static_cast<int>(rng() % 40);
@@ -76,8 +85,11 @@ TEST(PreTokenizer, QwenPatternCutsAsDocumented) {
   EXPECT_THAT(bpe->PreTokenizeForTest("It'S 2024   ok\r\n\tx"),
               ElementsAre("It", "'S", " ", "2", "0", "2", "4", "  ", " ok", "\r\n", "\tx"));
   // U+0085 is white space for Oniguruma (and so for the Rust library), unlike PCRE2's UCP \s.
-  EXPECT_THAT(bpe->PreTokenizeForTest("a\xC2\x85\xC2\x85" "b"),
-              ElementsAre("a", "\xC2\x85", "\xC2\x85" "b"));
+  EXPECT_THAT(bpe->PreTokenizeForTest("a\xC2\x85\xC2\x85"
+                                      "b"),
+              ElementsAre("a", "\xC2\x85",
+                          "\xC2\x85"
+                          "b"));
 }
 
 TEST(Encode, CountTokensEqualsEncodeSizeAndSpecialTokensSplitOut) {
@@ -97,7 +109,9 @@ TEST(Encode, CountTokensEqualsEncodeSizeAndSpecialTokensSplitOut) {
   EXPECT_EQ(t->VocabSize(), 151669u);
   EXPECT_TRUE(t->Encode("").empty());
   // NFC: a decomposed é tokenizes like the composed one; the Angstrom sign like Å.
-  EXPECT_EQ(t->Encode("caf" "e\xCC\x81"), t->Encode("caf\xC3\xA9"));
+  EXPECT_EQ(t->Encode("caf"
+                      "e\xCC\x81"),
+            t->Encode("caf\xC3\xA9"));
   EXPECT_EQ(t->Encode("\xE2\x84\xAB"), t->Encode("\xC3\x85"));
 }
 
@@ -134,14 +148,16 @@ nlohmann::json TinyByteLevel() {
   vocab["ab"] = 27;
   vocab["abc"] = 28;
   vocab["Ġab"] = 29;
-  return {{"version", "1.0"},
-          {"added_tokens", nlohmann::json::array()},
-          {"normalizer", nullptr},
-          {"pre_tokenizer", {{"type", "ByteLevel"}, {"add_prefix_space", false},
-                             {"use_regex", true}}},
-          {"post_processor", nullptr},
-          {"model", {{"type", "BPE"}, {"vocab", vocab},
-                     {"merges", nlohmann::json::array({"a b", "ab c", "Ġ ab"})}}}};
+  return {
+      {"version", "1.0"},
+      {"added_tokens", nlohmann::json::array()},
+      {"normalizer", nullptr},
+      {"pre_tokenizer", {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"use_regex", true}}},
+      {"post_processor", nullptr},
+      {"model",
+       {{"type", "BPE"},
+        {"vocab", vocab},
+        {"merges", nlohmann::json::array({"a b", "ab c", "Ġ ab"})}}}};
 }
 
 Status LoadStatus(const nlohmann::json& j) {
@@ -168,7 +184,10 @@ TEST(Load, RefusesUnsupportedFeaturesByName) {
     std::string message;
   };
   const std::vector<Case> cases = {
-      {[](auto& j) { j["normalizer"] = {{"type", "Lowercase"}}; }, "normalizer 'Lowercase'"},
+      {[](auto& j) {
+         j["normalizer"] = {{"type", "Lowercase"}};
+       },
+       "normalizer 'Lowercase'"},
       {[](auto& j) {
          j["normalizer"] = {{"type", "Sequence"},
                             {"normalizers", {{{"type", "NFC"}}, {{"type", "Strip"}}}}};
@@ -179,18 +198,22 @@ TEST(Load, RefusesUnsupportedFeaturesByName) {
       {[](auto& j) { j["model"]["dropout"] = 0.1; }, "model.dropout"},
       {[](auto& j) { j["model"]["continuing_subword_prefix"] = "##"; },
        "model.continuing_subword_prefix"},
-      {[](auto& j) { j["pre_tokenizer"] = {{"type", "Metaspace"}}; }, "pre_tokenizer 'Metaspace'"},
+      {[](auto& j) {
+         j["pre_tokenizer"] = {{"type", "Metaspace"}};
+       },
+       "pre_tokenizer 'Metaspace'"},
       {[](auto& j) { j["pre_tokenizer"] = nullptr; }, "without a ByteLevel pre_tokenizer"},
       {[](auto& j) {
-         j["pre_tokenizer"] = {{"type", "Sequence"},
-                               {"pretokenizers",
-                                {{{"type", "Split"},
-                                  {"pattern", {{"Regex", "\\s+"}}},
-                                  {"behavior", "Contiguous"}},
-                                 {{"type", "ByteLevel"}, {"use_regex", false}}}}};
+         j["pre_tokenizer"] = {
+             {"type", "Sequence"},
+             {"pretokenizers",
+              {{{"type", "Split"}, {"pattern", {{"Regex", "\\s+"}}}, {"behavior", "Contiguous"}},
+               {{"type", "ByteLevel"}, {"use_regex", false}}}}};
        },
        "Split behavior 'Contiguous'"},
-      {[](auto& j) { j["post_processor"] = {{"type", "SomethingNew"}}; },
+      {[](auto& j) {
+         j["post_processor"] = {{"type", "SomethingNew"}};
+       },
        "post_processor 'SomethingNew'"},
       {[](auto& j) {
          j["added_tokens"] = {{{"id", 30}, {"content", "<x>"}, {"single_word", true}}};

@@ -1,6 +1,8 @@
 // Table tests of the pure decision logic (src/triage/classifier.h) and of the power calibration
 // (src/triage/calibration.h). Each row carries the reasoning it pins down, so a failing row says
 // which rule of thumb about GPU behaviour broke.
+#include "triage/classifier.h"
+
 #include <gtest/gtest.h>
 
 #include <optional>
@@ -8,7 +10,6 @@
 #include <vector>
 
 #include "triage/calibration.h"
-#include "triage/classifier.h"
 
 namespace ww::triage {
 namespace {
@@ -234,9 +235,8 @@ TEST(ClassifierTest, DecideState) {
   };
   for (const StateRow& r : rows) {
     EXPECT_EQ(DecideState(r.local, r.starved, r.mode, r.trained, r.loaded), r.want)
-        << r.why << " (got " << StateName(DecideState(r.local, r.starved, r.mode, r.trained,
-                                                      r.loaded))
-        << ")";
+        << r.why << " (got "
+        << StateName(DecideState(r.local, r.starved, r.mode, r.trained, r.loaded)) << ")";
   }
 }
 

@@ -18,23 +18,23 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <regex>
 #include <set>
 #include <sstream>
-
-#include <nlohmann/json.hpp>
 
 #include "telemetry/test_files.h"
 
 namespace ww::testing {
 namespace {
 
-using ::testing::HasSubstr;
 using nlohmann::json;
+using ::testing::HasSubstr;
 
 const std::string kBinary = WW_BINARY;
 const std::string kMalformedDir = std::string(WW_SOURCE_DIR) + "/tests/data/malformed";
-const std::string kGolden = std::string(WW_SOURCE_DIR) + "/tests/data/golden/field_report_summary.txt";
+const std::string kGolden =
+    std::string(WW_SOURCE_DIR) + "/tests/data/golden/field_report_summary.txt";
 
 std::string ReadFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -82,7 +82,7 @@ std::vector<std::string> Lines(const std::string& text) {
   return lines;
 }
 
-const std::set<std::string> kStates = {"idle",        "compute",    "communication",
+const std::set<std::string> kStates = {"idle",         "compute",    "communication",
                                        "data_starved", "checkpoint", "hang"};
 const char* const kIsoMs = "\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}\\.\\d{3}Z?";
 
@@ -104,16 +104,14 @@ class CliTest : public ::testing::Test {
     dir_ = new TempDir();
     log_ = dir_->path() + "/node0.csv";
     truth_ = dir_->path() + "/truth.json";
-    sim_ = new CmdResult(Wattwatch(*dir_, {"simulate", "hang-exit", "--seed", "3", "--out", log_,
-                                     "--truth-json", truth_}));
+    sim_ = new CmdResult(Wattwatch(
+        *dir_, {"simulate", "hang-exit", "--seed", "3", "--out", log_, "--truth-json", truth_}));
   }
   static void TearDownTestSuite() {
     delete sim_;
     delete dir_;
   }
-  void SetUp() override {
-    ASSERT_EQ(sim_->exit_code, 0) << sim_->err;
-  }
+  void SetUp() override { ASSERT_EQ(sim_->exit_code, 0) << sim_->err; }
 
   static TempDir* dir_;
   static std::string log_;
@@ -310,7 +308,10 @@ TEST(CliJsonTest, JsonStaysValidOnNonUtf8Logs) {
   for (int t = 0; t < 20; ++t) {
     for (int g = 0; g < 2; ++g) {
       log += Ts(t * 100) + ", " + std::to_string(g) + ", Carte graphique \xe9, " +
-             (t == 5 && g == 0 ? std::string("5\xff" "0 W") : std::string("300.00 W")) + ", 95 %\n";
+             (t == 5 && g == 0 ? std::string("5\xff"
+                                             "0 W")
+                               : std::string("300.00 W")) +
+             ", 95 %\n";
     }
   }
   const std::string path = dir.Write("gpu.csv", log);
@@ -319,7 +320,8 @@ TEST(CliJsonTest, JsonStaysValidOnNonUtf8Logs) {
   json j = json::parse(r.out, nullptr, false);
   ASSERT_FALSE(j.is_discarded()) << r.out;
   EXPECT_EQ(j["hosts"][0]["gpus"][0]["name"], "Carte graphique \xef\xbf\xbd");
-  EXPECT_THAT(j["warnings"].dump(), HasSubstr("5\xef\xbf\xbd" "0 W"));
+  EXPECT_THAT(j["warnings"].dump(), HasSubstr("5\xef\xbf\xbd"
+                                              "0 W"));
 }
 
 TEST(CliHelpTest, HelpTeachesExitCodes) {
@@ -349,7 +351,8 @@ TEST(CliGoldenTest, FieldReportGolden) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   // Paths of the temp dir (in "skipped:" lines, if any) become "D".
   std::string summary = r.out;
-  for (size_t pos; (pos = summary.find(d)) != std::string::npos;) summary.replace(pos, d.size(), "D");
+  for (size_t pos; (pos = summary.find(d)) != std::string::npos;)
+    summary.replace(pos, d.size(), "D");
   EXPECT_EQ(summary.find("\033["), std::string::npos) << "--color never printed escapes";
 
   if (const char* update = std::getenv("WW_UPDATE_GOLDEN"); update && std::string(update) == "1") {
@@ -363,8 +366,9 @@ TEST(CliGoldenTest, FieldReportGolden) {
     const auto a = Lines(golden), b = Lines(summary);
     size_t i = 0;
     while (i < a.size() && i < b.size() && a[i] == b[i]) ++i;
-    FAIL() << "summary differs from " << kGolden << " at line " << i + 1 << ":\n  golden: "
-           << (i < a.size() ? a[i] : "<end>") << "\n  actual: " << (i < b.size() ? b[i] : "<end>")
+    FAIL() << "summary differs from " << kGolden << " at line " << i + 1
+           << ":\n  golden: " << (i < a.size() ? a[i] : "<end>")
+           << "\n  actual: " << (i < b.size() ? b[i] : "<end>")
            << "\n(intended? rerun with WW_UPDATE_GOLDEN=1 and review the diff)\n"
            << summary;
   }

@@ -63,14 +63,14 @@ class RealTraces : public ::testing::Test {
 };
 
 TEST_F(RealTraces, NoHangInAnyFile) {
-  for (const char* f : {"grantwilkins_training_profile_ckpt1.csv",
-                        "grantwilkins_training_profile_ckpt100.csv",
-                        "grantwilkins_training_profile_ckpt500.csv",
-                        "grantwilkins_training_profile_ckpt1000.csv",
-                        "grantwilkins_energy-inference_llama2-70b_2024-04-05_nvidia-smi.csv"}) {
+  for (const char* f :
+       {"grantwilkins_training_profile_ckpt1.csv", "grantwilkins_training_profile_ckpt100.csv",
+        "grantwilkins_training_profile_ckpt500.csv", "grantwilkins_training_profile_ckpt1000.csv",
+        "grantwilkins_energy-inference_llama2-70b_2024-04-05_nvidia-smi.csv"}) {
     Result r = TriageFile(f);
     EXPECT_TRUE(r.hangs.empty()) << f << ": " << r.hangs.size() << " hang(s), first at +"
-                                 << (r.hangs.empty() ? 0 : (r.hangs[0].start_ms - r.first_ms) / 1000);
+                                 << (r.hangs.empty() ? 0
+                                                     : (r.hangs[0].start_ms - r.first_ms) / 1000);
     EXPECT_GT(r.labels.labels.size(), 40000u) << f;
   }
 }
@@ -79,8 +79,15 @@ TEST_F(RealTraces, Ckpt100WaitsAreCheckpoints) {
   Result r = TriageFile("grantwilkins_training_profile_ckpt100.csv");
   std::map<std::string, int> by;
   const double share = ShareIn(r,
-                               {{137, 153}, {177, 194}, {218, 234}, {258, 275}, {299, 327},
-                                {351, 407}, {431, 486}, {510, 566}, {590, 645}},
+                               {{137, 153},
+                                {177, 194},
+                                {218, 234},
+                                {258, 275},
+                                {299, 327},
+                                {351, 407},
+                                {431, 486},
+                                {510, 566},
+                                {590, 645}},
                                GpuState::kCheckpoint, &by);
   EXPECT_GE(share, 0.90) << "idle " << by["idle"] << ", communication " << by["communication"];
   // Training between the waits is compute, not a checkpoint.

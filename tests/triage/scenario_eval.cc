@@ -1,17 +1,16 @@
 #include "triage/scenario_eval.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <unordered_map>
-
-#include <fmt/format.h>
 
 namespace ww::testing {
 namespace {
 
 int Phase(GpuState s) {
   // compute and communication are one phase for scoring
-  return s == GpuState::kCommunication ? static_cast<int>(GpuState::kCompute)
-                                       : static_cast<int>(s);
+  return s == GpuState::kCommunication ? static_cast<int>(GpuState::kCompute) : static_cast<int>(s);
 }
 
 struct LabelCollector : triage::TriageObserver {
@@ -19,7 +18,9 @@ struct LabelCollector : triage::TriageObserver {
   static uint64_t Key(int64_t t, GpuKey k) {
     return (static_cast<uint64_t>(t) << 16) ^ (static_cast<uint64_t>(k.host) << 8) ^ k.gpu;
   }
-  void OnLabel(const triage::LabeledSample& l) override { labels[Key(l.timestamp_ms, l.key)] = l.state; }
+  void OnLabel(const triage::LabeledSample& l) override {
+    labels[Key(l.timestamp_ms, l.key)] = l.state;
+  }
 };
 
 }  // namespace

@@ -1,8 +1,7 @@
 // The classifier against the simulator's ground truth, over every scenario kind, four GPU models
 // (one absent from the model table), power caps, and 100 ms and 1 s sampling.
-#include <gtest/gtest.h>
-
 #include <fmt/format.h>
+#include <gtest/gtest.h>
 
 #include "triage/scenario_eval.h"
 
@@ -49,9 +48,9 @@ TEST_P(ScenarioTest, MatchesGroundTruth) {
   const ScenarioScore s = RunAndScore(*config);
   std::string per_phase;
   for (const auto& [k, v] : s.f1_by_phase) per_phase += fmt::format(" {}={:.3f}", k, v);
-  SCOPED_TRACE(Describe(*config) + ": F1" + per_phase + " | mismatches:" + s.confusion +
-               fmt::format(" | comm share {:.3f} vs truth {:.3f}", s.comm_share,
-                           s.truth_comm_share));
+  SCOPED_TRACE(
+      Describe(*config) + ": F1" + per_phase + " | mismatches:" + s.confusion +
+      fmt::format(" | comm share {:.3f} vs truth {:.3f}", s.comm_share, s.truth_comm_share));
 
   EXPECT_GE(s.macro_f1, 0.95);
   EXPECT_GT(s.scored_samples, 1000);
@@ -72,10 +71,10 @@ TEST_P(ScenarioTest, MatchesGroundTruth) {
 
 INSTANTIATE_TEST_SUITE_P(Sim, ScenarioTest, ::testing::ValuesIn(AllCases()),
                          [](const ::testing::TestParamInfo<Case>& info) {
-                           std::string n = fmt::format("{}_{}_{}ms_cap{}", info.param.scenario,
-                                                       info.param.model.substr(0, 4),
-                                                       info.param.interval_ms,
-                                                       static_cast<int>(info.param.power_cap_w));
+                           std::string n =
+                               fmt::format("{}_{}_{}ms_cap{}", info.param.scenario,
+                                           info.param.model.substr(0, 4), info.param.interval_ms,
+                                           static_cast<int>(info.param.power_cap_w));
                            for (char& ch : n) {
                              if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
                            }

@@ -3,11 +3,11 @@
 // of the FlatBuffers metadata (Schema.fbs, Message.fbs) to find one list<int> or
 // large_list<int> column and reads that column's offsets buffer from each record batch; no
 // Arrow library is needed (Debian ships none).
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cstring>
 #include <vector>
-
-#include <fmt/format.h>
 
 #include "gate/readers/flatbuffer_view.h"
 #include "gate/readers/reader_common.h"
@@ -20,15 +20,37 @@ using internal::LoadLe;
 
 // Arrow enum values (Schema.fbs: union Type; Message.fbs: union MessageHeader).
 enum ArrowType : uint8_t {
-  kNull = 1, kInt = 2, kFloatingPoint = 3, kBinary = 4, kUtf8 = 5, kBool = 6, kDecimal = 7, kDate = 8,
-  kTime = 9, kTimestamp = 10, kInterval = 11, kList = 12, kStruct = 13, kUnion = 14,
-  kFixedSizeBinary = 15, kFixedSizeList = 16, kMap = 17, kDuration = 18, kLargeBinary = 19,
-  kLargeUtf8 = 20, kLargeList = 21, kRunEndEncoded = 22, kBinaryView = 23, kUtf8View = 24,
-  kListView = 25, kLargeListView = 26,
+  kNull = 1,
+  kInt = 2,
+  kFloatingPoint = 3,
+  kBinary = 4,
+  kUtf8 = 5,
+  kBool = 6,
+  kDecimal = 7,
+  kDate = 8,
+  kTime = 9,
+  kTimestamp = 10,
+  kInterval = 11,
+  kList = 12,
+  kStruct = 13,
+  kUnion = 14,
+  kFixedSizeBinary = 15,
+  kFixedSizeList = 16,
+  kMap = 17,
+  kDuration = 18,
+  kLargeBinary = 19,
+  kLargeUtf8 = 20,
+  kLargeList = 21,
+  kRunEndEncoded = 22,
+  kBinaryView = 23,
+  kUtf8View = 24,
+  kListView = 25,
+  kLargeListView = 26,
 };
 enum MessageHeader : uint8_t { kSchema = 1, kDictionaryBatch = 2, kRecordBatch = 3 };
 // Field slots (Schema.fbs table Field): name, nullable, type_type, type, dictionary, children.
-constexpr int kFieldName = 0, kFieldTypeType = 2, kFieldType = 3, kFieldDictionary = 4, kFieldChildren = 5;
+constexpr int kFieldName = 0, kFieldTypeType = 2, kFieldType = 3, kFieldDictionary = 4,
+              kFieldChildren = 5;
 constexpr uint64_t kMaxMetadataBytes = uint64_t{64} << 20;
 constexpr int kMaxNesting = 64;
 constexpr uint64_t kMaxSchemaFields = 1u << 20;
@@ -53,7 +75,8 @@ class ArrowReader final : public SampleLengthReader {
     }
     // The first message must be the schema.
     WW_RETURN_IF_ERROR(ReadMessage());
-    if (eos_ || header_type_ != kSchema) return Bad("the stream does not start with a schema message");
+    if (eos_ || header_type_ != kSchema)
+      return Bad("the stream does not start with a schema message");
     return ParseSchema();
   }
 
@@ -70,22 +93,28 @@ class ArrowReader final : public SampleLengthReader {
         return Bad(fmt::format("unexpected message type {} after the schema", header_type_));
       }
     }
-    const uint64_t n = std::min<uint64_t>(std::max<size_t>(1, options_.chunk_samples), batch_rows_ - batch_next_);
+    const uint64_t n =
+        std::min<uint64_t>(std::max<size_t>(1, options_.chunk_samples), batch_rows_ - batch_next_);
     const uint64_t width = large_ ? 8 : 4;
     buf_.resize(static_cast<size_t>((n + 1) * width));
     WW_RETURN_IF_ERROR(file_->ReadAt(offsets_pos_ + batch_next_ * width, buf_.size(), buf_.data()));
     bytes_read_ += buf_.size();
     auto at = [&](uint64_t i) -> int64_t {
-      return large_ ? LoadLe<int64_t>(buf_.data() + i * 8) : int64_t{LoadLe<int32_t>(buf_.data() + i * 4)};
+      return large_ ? LoadLe<int64_t>(buf_.data() + i * 8)
+                    : int64_t{LoadLe<int32_t>(buf_.data() + i * 4)};
     };
     int64_t prev = at(0);
-    if (batch_next_ == 0 && prev < 0) return Bad(fmt::format("record batch {}: first offset {} is negative", batch_index_, prev));
+    if (batch_next_ == 0 && prev < 0)
+      return Bad(fmt::format("record batch {}: first offset {} is negative", batch_index_, prev));
     lengths->reserve(lengths->size() + n);
     for (uint64_t i = 1; i <= n; ++i) {
       const int64_t cur = at(i);
-      if (cur < prev || cur - prev > int64_t{UINT32_MAX} || static_cast<uint64_t>(cur) > values_count_) {
-        return Bad(fmt::format("record batch {}: offsets out of order or past the values at row {} ({} then {}, "
-                               "{} values)", batch_index_, batch_next_ + i - 1, prev, cur, values_count_));
+      if (cur < prev || cur - prev > int64_t{UINT32_MAX} ||
+          static_cast<uint64_t>(cur) > values_count_) {
+        return Bad(fmt::format(
+            "record batch {}: offsets out of order or past the values at row {} ({} then {}, "
+            "{} values)",
+            batch_index_, batch_next_ + i - 1, prev, cur, values_count_));
       }
       lengths->push_back(static_cast<uint32_t>(cur - prev));
       if (extents_) {
@@ -100,7 +129,8 @@ class ArrowReader final : public SampleLengthReader {
 
  private:
   Status Bad(const std::string& why) const {
-    return Status::InvalidInput(fmt::format("{}: not a usable Arrow IPC stream: {}", file_->path(), why));
+    return Status::InvalidInput(
+        fmt::format("{}: not a usable Arrow IPC stream: {}", file_->path(), why));
   }
 
   // Reads the message at pos_ into meta_ and advances pos_ past its body.
@@ -126,8 +156,10 @@ class ArrowReader final : public SampleLengthReader {
       eos_ = true;
       return Status::Ok();
     }
-    if (len < 0 || static_cast<uint64_t>(len) > kMaxMetadataBytes || meta_start + static_cast<uint64_t>(len) > size) {
-      return Bad(fmt::format("message at byte {} declares {} metadata bytes (file has {})", pos_, len, size));
+    if (len < 0 || static_cast<uint64_t>(len) > kMaxMetadataBytes ||
+        meta_start + static_cast<uint64_t>(len) > size) {
+      return Bad(fmt::format("message at byte {} declares {} metadata bytes (file has {})", pos_,
+                             len, size));
     }
     meta_.resize(static_cast<size_t>(len));
     WW_RETURN_IF_ERROR(file_->ReadAt(meta_start, meta_.size(), meta_.data()));
@@ -141,7 +173,8 @@ class ArrowReader final : public SampleLengthReader {
     body_start_ = meta_start + static_cast<uint64_t>(len);
     if (!header_) return Bad(fmt::format("message at byte {} has no header", pos_));
     if (body < 0 || static_cast<uint64_t>(body) > size - body_start_) {
-      return Bad(fmt::format("message at byte {} declares a {}-byte body past the end of the file", pos_, body));
+      return Bad(fmt::format("message at byte {} declares a {}-byte body past the end of the file",
+                             pos_, body));
     }
     body_length_ = static_cast<uint64_t>(body);
     pos_ = body_start_ + body_length_;
@@ -160,14 +193,47 @@ class ArrowReader final : public SampleLengthReader {
     const uint8_t type = field.Scalar<uint8_t>(kFieldTypeType, 0);
     bool has_children = false;
     switch (type) {
-      case kNull: out.buffers = 0; break;
-      case kInt: case kFloatingPoint: case kBool: case kDecimal: case kDate: case kTime: case kTimestamp:
-      case kInterval: case kFixedSizeBinary: case kDuration: out.buffers = 2; break;
-      case kBinary: case kUtf8: case kLargeBinary: case kLargeUtf8: out.buffers = 3; break;
-      case kList: case kLargeList: case kMap: out.buffers = 2; has_children = true; break;
-      case kStruct: case kFixedSizeList: out.buffers = 1; has_children = true; break;
-      case kRunEndEncoded: out.buffers = 0; has_children = true; break;
-      case kListView: case kLargeListView: out.buffers = 3; has_children = true; break;
+      case kNull:
+        out.buffers = 0;
+        break;
+      case kInt:
+      case kFloatingPoint:
+      case kBool:
+      case kDecimal:
+      case kDate:
+      case kTime:
+      case kTimestamp:
+      case kInterval:
+      case kFixedSizeBinary:
+      case kDuration:
+        out.buffers = 2;
+        break;
+      case kBinary:
+      case kUtf8:
+      case kLargeBinary:
+      case kLargeUtf8:
+        out.buffers = 3;
+        break;
+      case kList:
+      case kLargeList:
+      case kMap:
+        out.buffers = 2;
+        has_children = true;
+        break;
+      case kStruct:
+      case kFixedSizeList:
+        out.buffers = 1;
+        has_children = true;
+        break;
+      case kRunEndEncoded:
+        out.buffers = 0;
+        has_children = true;
+        break;
+      case kListView:
+      case kLargeListView:
+        out.buffers = 3;
+        has_children = true;
+        break;
       case kUnion: {
         auto u = field.SubTable(kFieldType);
         const int16_t mode = u ? u->Scalar<int16_t>(0, 0) : 0;  // 0 sparse, 1 dense
@@ -214,16 +280,19 @@ class ArrowReader final : public SampleLengthReader {
       }
       const uint8_t type = field->Scalar<uint8_t>(kFieldTypeType, 0);
       if (field->SubTable(kFieldDictionary) || (type != kList && type != kLargeList)) {
-        return Status::InvalidInput(fmt::format(
-            "{}: column '{}' is not a list of token ids (Arrow type {}; expected list<int> or large_list<int>)",
-            file_->path(), options_.field, type));
+        return Status::InvalidInput(
+            fmt::format("{}: column '{}' is not a list of token ids (Arrow type {}; expected "
+                        "list<int> or large_list<int>)",
+                        file_->path(), options_.field, type));
       }
       large_ = type == kLargeList;
       auto children = field->VectorField(kFieldChildren);
       auto child = children && children->size() == 1 ? children->TableAt(0) : std::nullopt;
-      if (!child || child->Scalar<uint8_t>(kFieldTypeType, 0) != kInt || child->SubTable(kFieldDictionary)) {
-        return Status::InvalidInput(fmt::format(
-            "{}: column '{}' is a list whose items are not integers", file_->path(), options_.field));
+      if (!child || child->Scalar<uint8_t>(kFieldTypeType, 0) != kInt ||
+          child->SubTable(kFieldDictionary)) {
+        return Status::InvalidInput(
+            fmt::format("{}: column '{}' is a list whose items are not integers", file_->path(),
+                        options_.field));
       }
       auto int_type = child->SubTable(kFieldType);
       const int32_t bits = int_type ? int_type->Scalar<int32_t>(0, 0) : 0;
@@ -237,27 +306,30 @@ class ArrowReader final : public SampleLengthReader {
     }
     std::string known;
     for (const auto& n : names) known += (known.empty() ? "" : ", ") + n;
-    return Status::InvalidInput(fmt::format("{}: no column '{}' (columns: {})", file_->path(), options_.field, known));
+    return Status::InvalidInput(
+        fmt::format("{}: no column '{}' (columns: {})", file_->path(), options_.field, known));
   }
 
   Status StartBatch() {
     ++batch_index_;
     if (header_->SubTable(3)) {
-      return Status::Unavailable(fmt::format("{}: record batch {} is compressed (LZ4/ZSTD bodies are not supported)",
-                                             file_->path(), batch_index_));
+      return Status::Unavailable(
+          fmt::format("{}: record batch {} is compressed (LZ4/ZSTD bodies are not supported)",
+                      file_->path(), batch_index_));
     }
     const int64_t rows = header_->Scalar<int64_t>(0, 0);
     auto nodes = header_->VectorField(1);
     auto buffers = header_->VectorField(2);
-    if (!nodes || !buffers || !nodes->Fits(16) || !buffers->Fits(16) || node_index_ >= nodes->size() ||
-        buffer_index_ + 3 >= buffers->size()) {
-      return Bad(fmt::format("record batch {} lists too few nodes or buffers for column '{}'", batch_index_,
-                             options_.field));
+    if (!nodes || !buffers || !nodes->Fits(16) || !buffers->Fits(16) ||
+        node_index_ >= nodes->size() || buffer_index_ + 3 >= buffers->size()) {
+      return Bad(fmt::format("record batch {} lists too few nodes or buffers for column '{}'",
+                             batch_index_, options_.field));
     }
     const auto col = static_cast<uint32_t>(node_index_);
     const int64_t length = nodes->StructField<int64_t>(col, 16, 0).value_or(-1);
     if (length < 0 || rows < 0 || length > rows) {
-      return Bad(fmt::format("record batch {}: column length {} (batch length {})", batch_index_, length, rows));
+      return Bad(fmt::format("record batch {}: column length {} (batch length {})", batch_index_,
+                             length, rows));
     }
     auto buffer = [&](uint64_t index, uint64_t* offset, uint64_t* size) -> Status {
       const auto i = static_cast<uint32_t>(index);
@@ -265,8 +337,9 @@ class ArrowReader final : public SampleLengthReader {
       const int64_t len = buffers->StructField<int64_t>(i, 16, 8).value_or(-1);
       if (off < 0 || len < 0 || static_cast<uint64_t>(off) > body_length_ ||
           static_cast<uint64_t>(len) > body_length_ - static_cast<uint64_t>(off)) {
-        return Bad(fmt::format("record batch {}: buffer {} ({} bytes at {}) lies outside the {}-byte body",
-                               batch_index_, index, len, off, body_length_));
+        return Bad(
+            fmt::format("record batch {}: buffer {} ({} bytes at {}) lies outside the {}-byte body",
+                        batch_index_, index, len, off, body_length_));
       }
       *offset = body_start_ + static_cast<uint64_t>(off);
       *size = static_cast<uint64_t>(len);
@@ -278,8 +351,8 @@ class ArrowReader final : public SampleLengthReader {
     const uint64_t width = large_ ? 8 : 4;
     const auto ulength = static_cast<uint64_t>(length);
     if (ulength > 0 && offsets_size / width < ulength + 1) {
-      return Bad(fmt::format("record batch {}: offsets buffer of {} bytes cannot hold {} offsets", batch_index_,
-                             offsets_size, ulength + 1));
+      return Bad(fmt::format("record batch {}: offsets buffer of {} bytes cannot hold {} offsets",
+                             batch_index_, offsets_size, ulength + 1));
     }
     const uint64_t item = static_cast<uint64_t>(dtype_->bits / 8);
     values_count_ = values_size / item;
@@ -291,8 +364,8 @@ class ArrowReader final : public SampleLengthReader {
     const uint64_t take = std::min({share, sample_budget_left_, values_size});
     if (take > 0) {
       uint64_t read = 0;
-      WW_RETURN_IF_ERROR(internal::SampleTokenIds(*file_, values_pos_, values_pos_ + take, *dtype_, take,
-                                                  &token_ids_, &read));
+      WW_RETURN_IF_ERROR(internal::SampleTokenIds(*file_, values_pos_, values_pos_ + take, *dtype_,
+                                                  take, &token_ids_, &read));
       bytes_read_ += read;
       sample_budget_left_ -= std::min(sample_budget_left_, read);
     }

@@ -50,7 +50,8 @@ class Table {
     const int64_t vt = static_cast<int64_t>(pos) - *soff;
     if (vt < 0) return std::nullopt;
     auto vt_size = buf->Load<uint16_t>(static_cast<uint64_t>(vt));
-    if (!vt_size || *vt_size < 4 || !buf->InBounds(static_cast<uint64_t>(vt), *vt_size)) return std::nullopt;
+    if (!vt_size || *vt_size < 4 || !buf->InBounds(static_cast<uint64_t>(vt), *vt_size))
+      return std::nullopt;
     Table t(buf, pos);
     t.vtable_ = static_cast<uint64_t>(vt);
     t.vtable_size_ = *vt_size;
@@ -103,7 +104,8 @@ class Table {
 
 class Vector {
  public:
-  Vector(const Buffer* buf, uint64_t elems, uint32_t size) : buf_(buf), elems_(elems), size_(size) {}
+  Vector(const Buffer* buf, uint64_t elems, uint32_t size)
+      : buf_(buf), elems_(elems), size_(size) {}
   uint32_t size() const { return size_; }
   // Element i of a vector of tables.
   std::optional<Table> TableAt(uint32_t i) const {
@@ -120,7 +122,9 @@ class Vector {
     return buf_->Load<T>(elems_ + uint64_t{i} * struct_bytes + field_offset);
   }
   // Whether `size` elements of `elem_bytes` fit in the buffer.
-  bool Fits(uint32_t elem_bytes) const { return buf_->InBounds(elems_, uint64_t{size_} * elem_bytes); }
+  bool Fits(uint32_t elem_bytes) const {
+    return buf_->InBounds(elems_, uint64_t{size_} * elem_bytes);
+  }
 
  private:
   const Buffer* buf_;

@@ -1,12 +1,12 @@
 // JSON Lines readers: `jsonl` (a list of token ids under `field`) and `text-jsonl` (a string
 // under `field`, tokenized). Lines are parsed with nlohmann's SAX interface so no DOM is built
 // for a 100k-token line; the file is read in blocks, never whole.
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cstring>
-#include <vector>
-
-#include <fmt/format.h>
 #include <nlohmann/json.hpp>
+#include <vector>
 
 #include "gate/readers/reader_common.h"
 #include "gate/readers/sample_length_reader.h"
@@ -18,7 +18,8 @@ namespace {
 // string (text-jsonl). Anything else under `field` is an error; other keys are skipped.
 class LineHandler final : public nlohmann::json_sax<nlohmann::json> {
  public:
-  LineHandler(const std::string& field, bool text, TokenIdRange* ids) : field_(field), text_(text), ids_(ids) {}
+  LineHandler(const std::string& field, bool text, TokenIdRange* ids)
+      : field_(field), text_(text), ids_(ids) {}
 
   void Reset() {
     depth_ = 0;
@@ -40,7 +41,9 @@ class LineHandler final : public nlohmann::json_sax<nlohmann::json> {
   bool number_unsigned(number_unsigned_t v) override {
     return Integer(v > static_cast<uint64_t>(INT64_MAX) ? INT64_MAX : static_cast<int64_t>(v));
   }
-  bool number_float(number_float_t, const string_t&) override { return Scalar("a non-integer number"); }
+  bool number_float(number_float_t, const string_t&) override {
+    return Scalar("a non-integer number");
+  }
   bool string(string_t& s) override {
     if (depth_ == 1 && key_is_field_ && text_) {
       found_ = true;
@@ -52,7 +55,8 @@ class LineHandler final : public nlohmann::json_sax<nlohmann::json> {
   }
   bool binary(binary_t&) override { return Scalar("binary"); }
   bool start_object(std::size_t) override {
-    if (in_field_ || (depth_ == 1 && key_is_field_)) return Fail("holds an object, expected " + Expected());
+    if (in_field_ || (depth_ == 1 && key_is_field_))
+      return Fail("holds an object, expected " + Expected());
     ++depth_;
     return true;
   }
@@ -81,7 +85,8 @@ class LineHandler final : public nlohmann::json_sax<nlohmann::json> {
     if (in_field_ && depth_ == 1) in_field_ = false;
     return true;
   }
-  bool parse_error(std::size_t position, const std::string&, const nlohmann::detail::exception& ex) override {
+  bool parse_error(std::size_t position, const std::string&,
+                   const nlohmann::detail::exception& ex) override {
     error_ = fmt::format("invalid JSON at byte {}: {}", position, ex.what());
     return false;
   }
@@ -95,7 +100,8 @@ class LineHandler final : public nlohmann::json_sax<nlohmann::json> {
   bool Scalar(const char* what) {
     if (depth_ == 0) return Fail(std::string("line is ") + what + ", expected an object");
     if (in_field_) return Fail(std::string("holds ") + what + ", expected " + Expected());
-    if (depth_ == 1 && key_is_field_) return Fail(std::string("is ") + what + ", expected " + Expected());
+    if (depth_ == 1 && key_is_field_)
+      return Fail(std::string("is ") + what + ", expected " + Expected());
     return true;
   }
   bool Integer(int64_t v) {
@@ -123,9 +129,10 @@ class JsonlReader final : public SampleLengthReader {
   Status Open(GateEnv* env, const std::string& path, const ReaderOptions& options) {
     options_ = options;
     if (text_ && options_.tokenizer == nullptr) {
-      return Status::Unavailable(fmt::format(
-          "{}: text-jsonl needs a tokenizer (data.tokenizer) and this build has none: tokenizer not built",
-          path));
+      return Status::Unavailable(
+          fmt::format("{}: text-jsonl needs a tokenizer (data.tokenizer) and this build has none: "
+                      "tokenizer not built",
+                      path));
     }
     auto file = env->OpenFile(path);
     if (!file.ok()) return file.status();
@@ -177,8 +184,8 @@ class JsonlReader final : public SampleLengthReader {
     buf_.erase(0, pos_);
     pos_ = 0;
     if (buf_.size() > options_.max_line_bytes) {
-      return Status::InvalidInput(fmt::format("{}:{}: line longer than {} bytes", file_->path(), line_no_ + 1,
-                                              options_.max_line_bytes));
+      return Status::InvalidInput(fmt::format("{}:{}: line longer than {} bytes", file_->path(),
+                                              line_no_ + 1, options_.max_line_bytes));
     }
     constexpr uint64_t kBlockBytes = uint64_t{4} << 20;
     const uint64_t n = std::min(kBlockBytes, file_->size_bytes() - file_offset_);
@@ -192,15 +199,17 @@ class JsonlReader final : public SampleLengthReader {
 
   Result<uint32_t> ParseLine(std::string_view line) {
     handler_->Reset();
-    const bool ok = nlohmann::json::sax_parse(line.begin(), line.end(), handler_.get(),
-                                              nlohmann::json::input_format_t::json, /*strict=*/true);
+    const bool ok =
+        nlohmann::json::sax_parse(line.begin(), line.end(), handler_.get(),
+                                  nlohmann::json::input_format_t::json, /*strict=*/true);
     if (!ok || !handler_->error().empty()) {
-      return Status::InvalidInput(fmt::format("{}:{}: {}", file_->path(), line_no_,
-                                              handler_->error().empty() ? "invalid JSON" : handler_->error()));
+      return Status::InvalidInput(
+          fmt::format("{}:{}: {}", file_->path(), line_no_,
+                      handler_->error().empty() ? "invalid JSON" : handler_->error()));
     }
     if (!handler_->found()) {
-      return Status::InvalidInput(fmt::format("{}:{}: no field '{}' in this line", file_->path(), line_no_,
-                                              options_.field));
+      return Status::InvalidInput(fmt::format("{}:{}: no field '{}' in this line", file_->path(),
+                                              line_no_, options_.field));
     }
     if (!text_) {
       if (handler_->count() > UINT32_MAX) {
@@ -210,7 +219,8 @@ class JsonlReader final : public SampleLengthReader {
     }
     Status st = options_.tokenizer->Encode(handler_->text_value(), &ids_);
     if (!st.ok()) {
-      return Status::InvalidInput(fmt::format("{}:{}: tokenizer: {}", file_->path(), line_no_, st.message()));
+      return Status::InvalidInput(
+          fmt::format("{}:{}: tokenizer: {}", file_->path(), line_no_, st.message()));
     }
     for (uint32_t id : ids_) token_ids_.Add(id);
     return static_cast<uint32_t>(ids_.size());
@@ -229,7 +239,8 @@ class JsonlReader final : public SampleLengthReader {
 }  // namespace
 
 Result<std::unique_ptr<SampleLengthReader>> OpenJsonlReader(GateEnv* env, const std::string& path,
-                                                            const ReaderOptions& options, bool text) {
+                                                            const ReaderOptions& options,
+                                                            bool text) {
   auto reader = std::make_unique<JsonlReader>(text);
   WW_RETURN_IF_ERROR(reader->Open(env, path, options));
   return std::unique_ptr<SampleLengthReader>(std::move(reader));

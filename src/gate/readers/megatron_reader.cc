@@ -1,12 +1,12 @@
 // Megatron MMIDIDX (.idx / .bin) reader. Lengths come from the .idx `sizes` array, streamed in
 // chunks; `pointers` are checked against the running byte offset and the .bin size, so a pair of
 // files that do not belong together is caught before the job trusts them.
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <array>
 #include <cstring>
 #include <vector>
-
-#include <fmt/format.h>
 
 #include "gate/readers/reader_common.h"
 #include "gate/readers/sample_length_reader.h"
@@ -21,15 +21,24 @@ constexpr uint64_t kHeaderBytes = 9 + 8 + 1 + 8 + 8;
 
 std::optional<TokenDtype> DtypeFromCode(uint8_t code) {
   switch (code) {
-    case 1: return internal::MakeIntDtype(8, false);
-    case 2: return internal::MakeIntDtype(8, true);
-    case 3: return internal::MakeIntDtype(16, true);
-    case 4: return internal::MakeIntDtype(32, true);
-    case 5: return internal::MakeIntDtype(64, true);
-    case 6: return TokenDtype{"float64", 64, true, false};
-    case 7: return TokenDtype{"float32", 32, true, false};
-    case 8: return internal::MakeIntDtype(16, false);
-    default: return std::nullopt;
+    case 1:
+      return internal::MakeIntDtype(8, false);
+    case 2:
+      return internal::MakeIntDtype(8, true);
+    case 3:
+      return internal::MakeIntDtype(16, true);
+    case 4:
+      return internal::MakeIntDtype(32, true);
+    case 5:
+      return internal::MakeIntDtype(64, true);
+    case 6:
+      return TokenDtype{"float64", 64, true, false};
+    case 7:
+      return TokenDtype{"float32", 32, true, false};
+    case 8:
+      return internal::MakeIntDtype(16, false);
+    default:
+      return std::nullopt;
   }
 }
 
@@ -60,9 +69,9 @@ class MegatronReader final : public SampleLengthReader {
 
     const uint64_t idx_size = idx_->size_bytes();
     if (idx_size < kHeaderBytes) {
-      return Status::InvalidInput(fmt::format(
-          "{}: truncated Megatron index: {} bytes, the header alone needs {}", idx_path_, idx_size,
-          kHeaderBytes));
+      return Status::InvalidInput(
+          fmt::format("{}: truncated Megatron index: {} bytes, the header alone needs {}",
+                      idx_path_, idx_size, kHeaderBytes));
     }
     std::array<uint8_t, kHeaderBytes> header{};
     WW_RETURN_IF_ERROR(idx_->ReadAt(0, header.size(), header.data()));
@@ -73,13 +82,14 @@ class MegatronReader final : public SampleLengthReader {
     }
     const uint64_t version = LoadLe<uint64_t>(header.data() + 9);
     if (version != 1) {
-      return Status::InvalidInput(
-          fmt::format("{}: unsupported MMIDIDX version {} (this reader knows version 1)", idx_path_, version));
+      return Status::InvalidInput(fmt::format(
+          "{}: unsupported MMIDIDX version {} (this reader knows version 1)", idx_path_, version));
     }
     const uint8_t code = header[17];
     dtype_ = DtypeFromCode(code);
     if (!dtype_) {
-      return Status::InvalidInput(fmt::format("{}: unknown dtype code {} in the header", idx_path_, code));
+      return Status::InvalidInput(
+          fmt::format("{}: unknown dtype code {} in the header", idx_path_, code));
     }
     item_bytes_ = static_cast<uint64_t>(dtype_->bits / 8);
     seq_count_ = LoadLe<uint64_t>(header.data() + 18);
@@ -121,7 +131,8 @@ class MegatronReader final : public SampleLengthReader {
       done_ = true;
       return size_t{0};
     }
-    const uint64_t n = std::min<uint64_t>(std::max<size_t>(1, options_.chunk_samples), seq_count_ - next_seq_);
+    const uint64_t n =
+        std::min<uint64_t>(std::max<size_t>(1, options_.chunk_samples), seq_count_ - next_seq_);
     sizes_buf_.resize(static_cast<size_t>(n));
     pointers_buf_.resize(static_cast<size_t>(n));
     WW_RETURN_IF_ERROR(idx_->ReadAt(sizes_offset_ + next_seq_ * 4, n * 4, sizes_buf_.data()));
@@ -134,7 +145,8 @@ class MegatronReader final : public SampleLengthReader {
       const int64_t pointer = pointers_buf_[i];
       const uint64_t seq = next_seq_ + i;
       if (size < 0) {
-        return Status::InvalidInput(fmt::format("{}: sequence {} has a negative size {}", idx_path_, seq, size));
+        return Status::InvalidInput(
+            fmt::format("{}: sequence {} has a negative size {}", idx_path_, seq, size));
       }
       if (pointer < 0 || static_cast<uint64_t>(pointer) != running_bytes_) {
         return Status::InvalidInput(fmt::format(
@@ -147,9 +159,10 @@ class MegatronReader final : public SampleLengthReader {
       }
       running_bytes_ += static_cast<uint64_t>(size) * item_bytes_;
       if (running_bytes_ > bin_size) {
-        return Status::InvalidInput(fmt::format(
-            "{}: sequence {} ends at byte {} but {} has only {} bytes (truncated .bin or wrong pair)",
-            idx_path_, seq, running_bytes_, bin_->path(), bin_size));
+        return Status::InvalidInput(
+            fmt::format("{}: sequence {} ends at byte {} but {} has only {} bytes (truncated .bin "
+                        "or wrong pair)",
+                        idx_path_, seq, running_bytes_, bin_->path(), bin_size));
       }
       lengths->push_back(static_cast<uint32_t>(size));
     }
@@ -160,9 +173,10 @@ class MegatronReader final : public SampleLengthReader {
  private:
   Status Finish() {
     if (running_bytes_ != bin_->size_bytes()) {
-      return Status::InvalidInput(fmt::format(
-          "{}: the index describes {} bytes of tokens but {} has {} bytes (.idx and .bin do not match)",
-          idx_path_, running_bytes_, bin_->path(), bin_->size_bytes()));
+      return Status::InvalidInput(
+          fmt::format("{}: the index describes {} bytes of tokens but {} has {} bytes (.idx and "
+                      ".bin do not match)",
+                      idx_path_, running_bytes_, bin_->path(), bin_->size_bytes()));
     }
     // Document boundaries: non-decreasing sequence indexes from 0 to the sequence count.
     std::vector<int64_t> docs;
@@ -185,11 +199,12 @@ class MegatronReader final : public SampleLengthReader {
       d += n;
     }
     if (prev != seq_count_) {
-      return Status::InvalidInput(fmt::format(
-          "{}: document index ends at sequence {} but the index has {} sequences", idx_path_, prev, seq_count_));
+      return Status::InvalidInput(
+          fmt::format("{}: document index ends at sequence {} but the index has {} sequences",
+                      idx_path_, prev, seq_count_));
     }
-    return internal::SampleTokenIds(*bin_, 0, bin_->size_bytes(), *dtype_, options_.token_sample_bytes,
-                                    &token_ids_, &bytes_read_);
+    return internal::SampleTokenIds(*bin_, 0, bin_->size_bytes(), *dtype_,
+                                    options_.token_sample_bytes, &token_ids_, &bytes_read_);
   }
 
   ReaderOptions options_;
@@ -206,7 +221,8 @@ class MegatronReader final : public SampleLengthReader {
 
 }  // namespace
 
-Result<std::unique_ptr<SampleLengthReader>> OpenMegatronReader(GateEnv* env, const std::string& prefix,
+Result<std::unique_ptr<SampleLengthReader>> OpenMegatronReader(GateEnv* env,
+                                                               const std::string& prefix,
                                                                const ReaderOptions& options) {
   auto reader = std::make_unique<MegatronReader>();
   WW_RETURN_IF_ERROR(reader->Open(env, prefix, options));

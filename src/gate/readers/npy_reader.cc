@@ -4,12 +4,12 @@
 //   X.npy, 2-D (N, L)       N samples of L tokens each (fixed-length pretokenized rows)
 //   PREFIX (no .npy suffix) PREFIX.offsets.npy (1-D, N+1 non-decreasing offsets from 0) and
 //                           PREFIX.tokens.npy (1-D token ids, offsets[N] of them)
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cctype>
 #include <cstring>
 #include <vector>
-
-#include <fmt/format.h>
 
 #include "gate/readers/reader_common.h"
 #include "gate/readers/sample_length_reader.h"
@@ -77,14 +77,16 @@ Result<NpyArray> OpenNpy(GateEnv* env, const std::string& path, uint64_t* bytes_
   if (!descr_pos) return bad("header has no 'descr'");
   size_t p = *descr_pos;
   while (p < h.size() && std::isspace(static_cast<unsigned char>(h[p]))) ++p;
-  if (p >= h.size() || (h[p] != '\'' && h[p] != '"')) return bad("'descr' is not a simple dtype string");
+  if (p >= h.size() || (h[p] != '\'' && h[p] != '"'))
+    return bad("'descr' is not a simple dtype string");
   const char quote = h[p];
   const size_t end = h.find(quote, p + 1);
   if (end == std::string::npos) return bad("unterminated 'descr'");
   const std::string descr = h.substr(p + 1, end - p - 1);
   if (descr.size() < 2) return bad(fmt::format("unsupported dtype '{}'", descr));
   const char order = descr[0];
-  const std::string kind_size = (order == '<' || order == '|' || order == '=') ? descr.substr(1) : descr;
+  const std::string kind_size =
+      (order == '<' || order == '|' || order == '=') ? descr.substr(1) : descr;
   if (order == '>') return bad(fmt::format("big-endian dtype '{}' is not supported", descr));
   const char kind = kind_size[0];
   const std::string width = kind_size.substr(1);
@@ -100,7 +102,8 @@ Result<NpyArray> OpenNpy(GateEnv* env, const std::string& path, uint64_t* bytes_
   }
 
   auto fortran_pos = FindKey(h, "fortran_order");
-  const size_t fortran_value = fortran_pos ? h.find_first_not_of(' ', *fortran_pos) : std::string::npos;
+  const size_t fortran_value =
+      fortran_pos ? h.find_first_not_of(' ', *fortran_pos) : std::string::npos;
   if (fortran_value != std::string::npos && h.compare(fortran_value, 4, "True") == 0) {
     return bad("Fortran-order arrays are not supported");
   }
@@ -108,12 +111,14 @@ Result<NpyArray> OpenNpy(GateEnv* env, const std::string& path, uint64_t* bytes_
   if (!shape_pos) return bad("header has no 'shape'");
   p = h.find('(', *shape_pos);
   const size_t close = h.find(')', *shape_pos);
-  if (p == std::string::npos || close == std::string::npos || close < p) return bad("malformed 'shape'");
+  if (p == std::string::npos || close == std::string::npos || close < p)
+    return bad("malformed 'shape'");
   uint64_t items = 1;
   std::string dims = h.substr(p + 1, close - p - 1);
   size_t i = 0;
   while (i < dims.size()) {
-    while (i < dims.size() && (std::isspace(static_cast<unsigned char>(dims[i])) || dims[i] == ',')) ++i;
+    while (i < dims.size() && (std::isspace(static_cast<unsigned char>(dims[i])) || dims[i] == ','))
+      ++i;
     if (i >= dims.size()) break;
     if (!std::isdigit(static_cast<unsigned char>(dims[i]))) return bad("malformed 'shape'");
     uint64_t v = 0;
@@ -131,8 +136,9 @@ Result<NpyArray> OpenNpy(GateEnv* env, const std::string& path, uint64_t* bytes_
   const uint64_t item = static_cast<uint64_t>(bits / 8);
   const uint64_t data_bytes = size - arr.data_offset;
   if (items > data_bytes / item || items * item != data_bytes) {
-    return bad(fmt::format("'shape' declares {} items of {} bytes but {} data bytes follow the header",
-                           items, item, data_bytes));
+    return bad(
+        fmt::format("'shape' declares {} items of {} bytes but {} data bytes follow the header",
+                    items, item, data_bytes));
   }
   arr.items = items;
   return arr;
@@ -152,7 +158,8 @@ class NpyReader final : public SampleLengthReader {
       main_ = std::move(*arr);
       files_.emplace_back(path, main_.file->size_bytes());
       if (!main_.dtype.is_integer) {
-        return Status::InvalidInput(fmt::format("{}: {} array cannot hold lengths or token ids", path, main_.dtype.name));
+        return Status::InvalidInput(
+            fmt::format("{}: {} array cannot hold lengths or token ids", path, main_.dtype.name));
       }
       if (main_.shape.size() == 1) {
         mode_ = Mode::kLengths;
@@ -161,12 +168,14 @@ class NpyReader final : public SampleLengthReader {
         mode_ = Mode::kRows;
         samples_ = main_.shape[0];
         if (main_.shape[1] > UINT32_MAX) {
-          return Status::InvalidInput(fmt::format("{}: rows of {} tokens are too long", path, main_.shape[1]));
+          return Status::InvalidInput(
+              fmt::format("{}: rows of {} tokens are too long", path, main_.shape[1]));
         }
         token_dtype_ = main_.dtype;
       } else {
-        return Status::InvalidInput(fmt::format(
-            "{}: a {}-D array; expected 1-D lengths or 2-D (samples, tokens)", path, main_.shape.size()));
+        return Status::InvalidInput(
+            fmt::format("{}: a {}-D array; expected 1-D lengths or 2-D (samples, tokens)", path,
+                        main_.shape.size()));
       }
       return Status::Ok();
     }
@@ -180,11 +189,13 @@ class NpyReader final : public SampleLengthReader {
     files_.emplace_back(main_.file->path(), main_.file->size_bytes());
     files_.emplace_back(tokens_.file->path(), tokens_.file->size_bytes());
     if (main_.shape.size() != 1 || !main_.dtype.is_integer || main_.items == 0) {
-      return Status::InvalidInput(fmt::format(
-          "{}: offsets must be a non-empty 1-D integer array (samples + 1 entries)", main_.file->path()));
+      return Status::InvalidInput(
+          fmt::format("{}: offsets must be a non-empty 1-D integer array (samples + 1 entries)",
+                      main_.file->path()));
     }
     if (tokens_.shape.size() != 1 || !tokens_.dtype.is_integer) {
-      return Status::InvalidInput(fmt::format("{}: tokens must be a 1-D integer array", tokens_.file->path()));
+      return Status::InvalidInput(
+          fmt::format("{}: tokens must be a 1-D integer array", tokens_.file->path()));
     }
     samples_ = main_.items - 1;
     token_dtype_ = tokens_.dtype;
@@ -201,9 +212,11 @@ class NpyReader final : public SampleLengthReader {
       WW_RETURN_IF_ERROR(Finish());
       return size_t{0};
     }
-    const uint64_t n = std::min<uint64_t>(std::max<size_t>(1, options_.chunk_samples), samples_ - next_);
+    const uint64_t n =
+        std::min<uint64_t>(std::max<size_t>(1, options_.chunk_samples), samples_ - next_);
     if (mode_ == Mode::kRows) {
-      lengths->insert(lengths->end(), static_cast<size_t>(n), static_cast<uint32_t>(main_.shape[1]));
+      lengths->insert(lengths->end(), static_cast<size_t>(n),
+                      static_cast<uint32_t>(main_.shape[1]));
       if (extents_) {
         const uint64_t row_bytes = main_.shape[1] * static_cast<uint64_t>(main_.dtype.bits / 8);
         for (uint64_t i = 0; i < n; ++i) {
@@ -217,29 +230,33 @@ class NpyReader final : public SampleLengthReader {
     const uint64_t item = static_cast<uint64_t>(main_.dtype.bits / 8);
     const uint64_t count = mode_ == Mode::kOffsets ? n + 1 : n;
     buf_.resize(static_cast<size_t>(count * item));
-    WW_RETURN_IF_ERROR(main_.file->ReadAt(main_.data_offset + next_ * item, buf_.size(), buf_.data()));
+    WW_RETURN_IF_ERROR(
+        main_.file->ReadAt(main_.data_offset + next_ * item, buf_.size(), buf_.data()));
     bytes_read_ += buf_.size();
     vals_.resize(static_cast<size_t>(count));
-    for (uint64_t i = 0; i < count; ++i) vals_[i] = internal::DecodeInt(buf_.data() + i * item, main_.dtype);
+    for (uint64_t i = 0; i < count; ++i)
+      vals_[i] = internal::DecodeInt(buf_.data() + i * item, main_.dtype);
     const std::vector<int64_t>& vals = vals_;
     lengths->reserve(lengths->size() + n);
     if (mode_ == Mode::kLengths) {
       for (uint64_t i = 0; i < n; ++i) {
         if (vals[i] < 0 || vals[i] > int64_t{UINT32_MAX}) {
-          return Status::InvalidInput(fmt::format("{}: sample {} has length {} (must be 0..{})", path_,
-                                                  next_ + i, vals[i], UINT32_MAX));
+          return Status::InvalidInput(fmt::format("{}: sample {} has length {} (must be 0..{})",
+                                                  path_, next_ + i, vals[i], UINT32_MAX));
         }
         lengths->push_back(static_cast<uint32_t>(vals[i]));
       }
     } else {
       if (next_ == 0 && vals[0] != 0) {
-        return Status::InvalidInput(fmt::format("{}: offsets must start at 0, not {}", main_.file->path(), vals[0]));
+        return Status::InvalidInput(
+            fmt::format("{}: offsets must start at 0, not {}", main_.file->path(), vals[0]));
       }
       for (uint64_t i = 0; i < n; ++i) {
         const int64_t len = vals[i + 1] - vals[i];
         if (vals[i + 1] < vals[i] || len > int64_t{UINT32_MAX}) {
-          return Status::InvalidInput(fmt::format("{}: offsets out of order at entry {} ({} then {})",
-                                                  main_.file->path(), next_ + i + 1, vals[i], vals[i + 1]));
+          return Status::InvalidInput(
+              fmt::format("{}: offsets out of order at entry {} ({} then {})", main_.file->path(),
+                          next_ + i + 1, vals[i], vals[i + 1]));
         }
         lengths->push_back(static_cast<uint32_t>(len));
         if (extents_) {
@@ -259,15 +276,17 @@ class NpyReader final : public SampleLengthReader {
     if (mode_ == Mode::kOffsets) {
       if (last_offset_ < 0 || static_cast<uint64_t>(last_offset_) != tokens_.items) {
         return Status::InvalidInput(fmt::format("{}: offsets end at {} but {} holds {} tokens",
-                                                main_.file->path(), last_offset_, tokens_.file->path(),
-                                                tokens_.items));
+                                                main_.file->path(), last_offset_,
+                                                tokens_.file->path(), tokens_.items));
       }
-      return internal::SampleTokenIds(*tokens_.file, tokens_.data_offset, tokens_.file->size_bytes(),
-                                      tokens_.dtype, options_.token_sample_bytes, &token_ids_, &bytes_read_);
+      return internal::SampleTokenIds(*tokens_.file, tokens_.data_offset,
+                                      tokens_.file->size_bytes(), tokens_.dtype,
+                                      options_.token_sample_bytes, &token_ids_, &bytes_read_);
     }
     if (mode_ == Mode::kRows) {
-      return internal::SampleTokenIds(*main_.file, main_.data_offset, main_.file->size_bytes(), main_.dtype,
-                                      options_.token_sample_bytes, &token_ids_, &bytes_read_);
+      return internal::SampleTokenIds(*main_.file, main_.data_offset, main_.file->size_bytes(),
+                                      main_.dtype, options_.token_sample_bytes, &token_ids_,
+                                      &bytes_read_);
     }
     return Status::Ok();
   }

@@ -1,9 +1,9 @@
 #include "gate/readers/reader_common.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <vector>
-
-#include <fmt/format.h>
 
 namespace ww::gate {
 
@@ -30,24 +30,34 @@ std::optional<DataFormat> ParseDataFormat(std::string_view name) {
 
 std::string_view DataFormatName(DataFormat format) {
   switch (format) {
-    case DataFormat::kMegatron: return "megatron";
-    case DataFormat::kNpy: return "npy";
-    case DataFormat::kJsonl: return "jsonl";
-    case DataFormat::kArrow: return "arrow";
-    case DataFormat::kTextJsonl: return "text-jsonl";
+    case DataFormat::kMegatron:
+      return "megatron";
+    case DataFormat::kNpy:
+      return "npy";
+    case DataFormat::kJsonl:
+      return "jsonl";
+    case DataFormat::kArrow:
+      return "arrow";
+    case DataFormat::kTextJsonl:
+      return "text-jsonl";
   }
   return "?";
 }
 
 Result<std::unique_ptr<SampleLengthReader>> OpenSampleLengthReader(GateEnv* env, DataFormat format,
-                                                                    const std::string& path,
-                                                                    const ReaderOptions& options) {
+                                                                   const std::string& path,
+                                                                   const ReaderOptions& options) {
   switch (format) {
-    case DataFormat::kMegatron: return OpenMegatronReader(env, path, options);
-    case DataFormat::kNpy: return OpenNpyReader(env, path, options);
-    case DataFormat::kJsonl: return OpenJsonlReader(env, path, options, /*text=*/false);
-    case DataFormat::kTextJsonl: return OpenJsonlReader(env, path, options, /*text=*/true);
-    case DataFormat::kArrow: return OpenArrowReader(env, path, options);
+    case DataFormat::kMegatron:
+      return OpenMegatronReader(env, path, options);
+    case DataFormat::kNpy:
+      return OpenNpyReader(env, path, options);
+    case DataFormat::kJsonl:
+      return OpenJsonlReader(env, path, options, /*text=*/false);
+    case DataFormat::kTextJsonl:
+      return OpenJsonlReader(env, path, options, /*text=*/true);
+    case DataFormat::kArrow:
+      return OpenArrowReader(env, path, options);
   }
   return Status::Internal("unknown data format");
 }
@@ -73,13 +83,17 @@ TokenDtype MakeIntDtype(int bits, bool is_signed) {
 
 int64_t DecodeInt(const uint8_t* p, const TokenDtype& dtype) {
   switch (dtype.bits) {
-    case 8: return dtype.is_signed ? int64_t{LoadLe<int8_t>(p)} : int64_t{LoadLe<uint8_t>(p)};
-    case 16: return dtype.is_signed ? int64_t{LoadLe<int16_t>(p)} : int64_t{LoadLe<uint16_t>(p)};
-    case 32: return dtype.is_signed ? int64_t{LoadLe<int32_t>(p)} : int64_t{LoadLe<uint32_t>(p)};
+    case 8:
+      return dtype.is_signed ? int64_t{LoadLe<int8_t>(p)} : int64_t{LoadLe<uint8_t>(p)};
+    case 16:
+      return dtype.is_signed ? int64_t{LoadLe<int16_t>(p)} : int64_t{LoadLe<uint16_t>(p)};
+    case 32:
+      return dtype.is_signed ? int64_t{LoadLe<int32_t>(p)} : int64_t{LoadLe<uint32_t>(p)};
     default: {
       const uint64_t u = LoadLe<uint64_t>(p);
       // An unsigned value past INT64_MAX is out of any range we accept; clamp so it reads as huge.
-      return dtype.is_signed ? static_cast<int64_t>(u) : static_cast<int64_t>(std::min<uint64_t>(u, INT64_MAX));
+      return dtype.is_signed ? static_cast<int64_t>(u)
+                             : static_cast<int64_t>(std::min<uint64_t>(u, INT64_MAX));
     }
   }
 }

@@ -122,16 +122,18 @@ class SampleLengthReader {
 // NotFound when the files are missing, InvalidInput when they are malformed, Unavailable for
 // text-jsonl without a tokenizer.
 Result<std::unique_ptr<SampleLengthReader>> OpenSampleLengthReader(GateEnv* env, DataFormat format,
-                                                                    const std::string& path,
-                                                                    const ReaderOptions& options);
+                                                                   const std::string& path,
+                                                                   const ReaderOptions& options);
 
 // Per-format constructors (used by OpenSampleLengthReader and the fuzz targets).
-Result<std::unique_ptr<SampleLengthReader>> OpenMegatronReader(GateEnv* env, const std::string& prefix,
+Result<std::unique_ptr<SampleLengthReader>> OpenMegatronReader(GateEnv* env,
+                                                               const std::string& prefix,
                                                                const ReaderOptions& options);
 Result<std::unique_ptr<SampleLengthReader>> OpenNpyReader(GateEnv* env, const std::string& path,
                                                           const ReaderOptions& options);
 Result<std::unique_ptr<SampleLengthReader>> OpenJsonlReader(GateEnv* env, const std::string& path,
-                                                            const ReaderOptions& options, bool text);
+                                                            const ReaderOptions& options,
+                                                            bool text);
 Result<std::unique_ptr<SampleLengthReader>> OpenArrowReader(GateEnv* env, const std::string& path,
                                                             const ReaderOptions& options);
 

@@ -1,6 +1,7 @@
 #include "gate/tokenizer/hf_bpe.h"
 
 #define PCRE2_CODE_UNIT_WIDTH 8
+#include <fmt/format.h>
 #include <pcre2.h>
 #include <utf8proc.h>
 
@@ -8,10 +9,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
-#include <queue>
-
-#include <fmt/format.h>
 #include <nlohmann/json.hpp>
+#include <queue>
 
 #include "gate/tokenizer/utf8.h"
 
@@ -116,9 +115,9 @@ const std::string& NewerUnicodeRanges(char major) {
     for (int k = 0; k < 2; ++k) {
       int err;
       PCRE2_SIZE off;
-      pcre2_code* re = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(patterns[k]),
-                                     PCRE2_ZERO_TERMINATED, PCRE2_UTF | PCRE2_UCP, &err, &off,
-                                     nullptr);
+      pcre2_code* re =
+          pcre2_compile(reinterpret_cast<PCRE2_SPTR>(patterns[k]), PCRE2_ZERO_TERMINATED,
+                        PCRE2_UTF | PCRE2_UCP, &err, &off, nullptr);
       if (re == nullptr) continue;
       pcre2_match_data* md = pcre2_match_data_create(1, nullptr);
       int64_t run_start = -1, prev = -2;
@@ -136,8 +135,8 @@ const std::string& NewerUnicodeRanges(char major) {
         if (!want) continue;
         std::string utf;
         utf8::Append(static_cast<char32_t>(cp), &utf);
-        const bool known = pcre2_match(re, reinterpret_cast<PCRE2_SPTR>(utf.data()), utf.size(),
-                                       0, 0, md, nullptr) >= 0;
+        const bool known = pcre2_match(re, reinterpret_cast<PCRE2_SPTR>(utf.data()), utf.size(), 0,
+                                       0, md, nullptr) >= 0;
         if (known) continue;
         if (cp != prev + 1) flush();
         if (run_start < 0) run_start = cp;
@@ -168,8 +167,8 @@ std::string OnigToPcre(const std::string& pattern) {
         out += "\\p{White_Space}";
       } else if (next == 'S') {
         out += "\\P{White_Space}";
-      } else if (next == 'p' && (pattern.compare(i, 5, "\\p{L}") == 0 ||
-                                   pattern.compare(i, 5, "\\p{N}") == 0)) {
+      } else if (next == 'p' &&
+                 (pattern.compare(i, 5, "\\p{L}") == 0 || pattern.compare(i, 5, "\\p{N}") == 0)) {
         const std::string& extra = NewerUnicodeRanges(pattern[i + 3]);
         const std::string prop = pattern.substr(i, 5);
         if (extra.empty()) {
@@ -300,8 +299,8 @@ HfBpeTokenizer::~HfBpeTokenizer() = default;
 // ---------------------------------------------------------------------------------------------
 // Loading.
 
-Result<std::unique_ptr<HfBpeTokenizer>> HfBpeTokenizer::FromJsonText(
-    std::string_view json_text, const std::string& source) {
+Result<std::unique_ptr<HfBpeTokenizer>> HfBpeTokenizer::FromJsonText(std::string_view json_text,
+                                                                     const std::string& source) {
   json root;
   try {
     root = json::parse(json_text);
@@ -338,7 +337,8 @@ Result<std::unique_ptr<HfBpeTokenizer>> HfBpeTokenizer::FromJsonText(
     uint32_t max_id = 0;
     for (const auto& [token, id_json] : model["vocab"].items()) {
       if (!id_json.is_number_unsigned()) {
-        return Status::InvalidInput(fmt::format("{}: model.vocab['{}'] is not an id", source, token));
+        return Status::InvalidInput(
+            fmt::format("{}: model.vocab['{}'] is not an id", source, token));
       }
       const auto id = id_json.get<uint32_t>();
       max_id = std::max(max_id, id);
@@ -382,8 +382,8 @@ Result<std::unique_ptr<HfBpeTokenizer>> HfBpeTokenizer::FromJsonText(
         const std::string s = m.get<std::string>();
         const size_t sp = s.find(' ', 1);
         if (sp == std::string::npos) {
-          return Status::InvalidInput(fmt::format("{}: model.merges[{}] '{}' has no space", source,
-                                                  rank, s));
+          return Status::InvalidInput(
+              fmt::format("{}: model.merges[{}] '{}' has no space", source, rank, s));
         }
         a = s.substr(0, sp);
         b = s.substr(sp + 1);
@@ -391,14 +391,14 @@ Result<std::unique_ptr<HfBpeTokenizer>> HfBpeTokenizer::FromJsonText(
         a = m[0].get<std::string>();
         b = m[1].get<std::string>();
       } else {
-        return Status::InvalidInput(fmt::format("{}: model.merges[{}] is neither \"a b\" nor [a, b]",
-                                                source, rank));
+        return Status::InvalidInput(
+            fmt::format("{}: model.merges[{}] is neither \"a b\" nor [a, b]", source, rank));
       }
       auto ia = t->vocab_.find(a), ib = t->vocab_.find(b), im = t->vocab_.find(a + b);
       if (ia == t->vocab_.end() || ib == t->vocab_.end() || im == t->vocab_.end()) {
-        return Status::InvalidInput(fmt::format(
-            "{}: model.merges[{}] ('{}', '{}') uses a token missing from model.vocab", source, rank,
-            a, b));
+        return Status::InvalidInput(
+            fmt::format("{}: model.merges[{}] ('{}', '{}') uses a token missing from model.vocab",
+                        source, rank, a, b));
       }
       // Like the Rust library (a HashMap collected in order), a repeated pair keeps its last rank.
       t->AddMerge(PairKey(ia->second, ib->second), {static_cast<uint32_t>(rank), im->second});
@@ -475,7 +475,8 @@ Result<std::unique_ptr<HfBpeTokenizer>> HfBpeTokenizer::FromJsonText(
       }
       PreStep step;
       if (type == "Split") {
-        if (FlagTrue(p, "invert")) return Unsupported(source, "pre_tokenizer Split with invert=true");
+        if (FlagTrue(p, "invert"))
+          return Unsupported(source, "pre_tokenizer Split with invert=true");
         const std::string behavior = p.value("behavior", std::string("Isolated"));
         if (behavior == "Isolated") {
           step.behavior = SplitBehavior::kIsolated;
@@ -553,8 +554,9 @@ Result<std::unique_ptr<HfBpeTokenizer>> HfBpeTokenizer::FromJsonText(
           } else if (piece.contains("SpecialToken")) {
             const std::string name = piece["SpecialToken"].at("id").get<std::string>();
             if (!specials.contains(name)) {
-              return Status::InvalidInput(fmt::format(
-                  "{}: post_processor template uses '{}' missing from special_tokens", source, name));
+              return Status::InvalidInput(
+                  fmt::format("{}: post_processor template uses '{}' missing from special_tokens",
+                              source, name));
             }
             for (const json& id : specials[name].at("ids")) {
               (after ? suf : pre).push_back(id.get<uint32_t>());
@@ -577,9 +579,10 @@ Result<std::unique_ptr<HfBpeTokenizer>> HfBpeTokenizer::FromJsonText(
     return Status::InvalidInput(fmt::format("{}: unexpected structure: {}", source, e.what()));
   }
 
-  t->describe_ = fmt::format("byte-level BPE (tokenizer.json, {} ids, {} merges, {} added tokens{}{})",
-                             t->vocab_size_, t->merge_count_, t->added_.size(),
-                             desc_parts.empty() ? "" : ", ", fmt::join(desc_parts, "+"));
+  t->describe_ =
+      fmt::format("byte-level BPE (tokenizer.json, {} ids, {} merges, {} added tokens{}{})",
+                  t->vocab_size_, t->merge_count_, t->added_.size(), desc_parts.empty() ? "" : ", ",
+                  fmt::join(desc_parts, "+"));
   return t;
 }
 
@@ -612,16 +615,23 @@ bool HfBpeTokenizer::Normalize(std::string_view span, std::string* out) const {
     if (ascii || (form == NormForm::kNfc && below_combining)) continue;
     int options = UTF8PROC_STABLE;
     switch (form) {
-      case NormForm::kNfc: options |= UTF8PROC_COMPOSE; break;
-      case NormForm::kNfd: options |= UTF8PROC_DECOMPOSE; break;
-      case NormForm::kNfkc: options |= UTF8PROC_COMPOSE | UTF8PROC_COMPAT; break;
-      case NormForm::kNfkd: options |= UTF8PROC_DECOMPOSE | UTF8PROC_COMPAT; break;
+      case NormForm::kNfc:
+        options |= UTF8PROC_COMPOSE;
+        break;
+      case NormForm::kNfd:
+        options |= UTF8PROC_DECOMPOSE;
+        break;
+      case NormForm::kNfkc:
+        options |= UTF8PROC_COMPOSE | UTF8PROC_COMPAT;
+        break;
+      case NormForm::kNfkd:
+        options |= UTF8PROC_DECOMPOSE | UTF8PROC_COMPAT;
+        break;
     }
     utf8proc_uint8_t* dst = nullptr;
-    const utf8proc_ssize_t n =
-        utf8proc_map(reinterpret_cast<const utf8proc_uint8_t*>(cur.data()),
-                     static_cast<utf8proc_ssize_t>(cur.size()),
-                     &dst, static_cast<utf8proc_option_t>(options));
+    const utf8proc_ssize_t n = utf8proc_map(reinterpret_cast<const utf8proc_uint8_t*>(cur.data()),
+                                            static_cast<utf8proc_ssize_t>(cur.size()), &dst,
+                                            static_cast<utf8proc_option_t>(options));
     // Input is valid UTF-8 here, so utf8proc only fails on allocation; keep the text then.
     if (n >= 0) {
       out->assign(reinterpret_cast<const char*>(dst), static_cast<size_t>(n));
@@ -734,9 +744,7 @@ void HfBpeTokenizer::MergeHeap(std::string_view piece, std::vector<uint32_t>* ou
     uint32_t rank;
     int32_t pos;
     uint32_t left, right, merged;
-    bool operator>(const Cand& o) const {
-      return rank != o.rank ? rank > o.rank : pos > o.pos;
-    }
+    bool operator>(const Cand& o) const { return rank != o.rank ? rank > o.rank : pos > o.pos; }
   };
   std::priority_queue<Cand, std::vector<Cand>, std::greater<Cand>> heap;
   auto push = [&](int32_t pos) {
@@ -751,7 +759,8 @@ void HfBpeTokenizer::MergeHeap(std::string_view piece, std::vector<uint32_t>* ou
     const Cand c = heap.top();
     heap.pop();
     Sym& left = syms[c.pos];
-    if (!left.alive || left.next < 0 || left.id != c.left || syms[left.next].id != c.right) continue;
+    if (!left.alive || left.next < 0 || left.id != c.left || syms[left.next].id != c.right)
+      continue;
     Sym& right = syms[left.next];
     left.id = c.merged;
     right.alive = false;
@@ -862,8 +871,7 @@ void HfBpeTokenizer::EncodeNormalizedSpan(std::string_view span, Sink& sink) con
 }
 
 template <typename Sink>
-void HfBpeTokenizer::EncodeImpl(std::string_view text, bool add_special_tokens,
-                                Sink&& sink) const {
+void HfBpeTokenizer::EncodeImpl(std::string_view text, bool add_special_tokens, Sink&& sink) const {
   std::string repaired;
   if (!utf8::IsValid(text)) {
     repaired = utf8::Sanitize(text);
@@ -883,8 +891,7 @@ void HfBpeTokenizer::EncodeImpl(std::string_view text, bool add_special_tokens,
   if (add_special_tokens) sink.AddSpan(post_suffix_ids_.data(), post_suffix_ids_.size());
 }
 
-std::vector<uint32_t> HfBpeTokenizer::Encode(std::string_view text,
-                                             bool add_special_tokens) const {
+std::vector<uint32_t> HfBpeTokenizer::Encode(std::string_view text, bool add_special_tokens) const {
   std::vector<uint32_t> ids;
   ids.reserve(text.size() / 3 + 4);
   EncodeImpl(text, add_special_tokens, IdSink{&ids});

@@ -1,10 +1,10 @@
 #include "gate/tokenizer/jsonl_text.h"
 
-#include <algorithm>
-#include <thread>
-
 #include <fmt/format.h>
+
+#include <algorithm>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "gate/tokenizer/utf8.h"
 
@@ -98,7 +98,8 @@ Result<std::string> ExtractJsonlText(std::string_view line, std::string_view fie
     return Status::InvalidInput(fmt::format("not valid JSON: {}", e.what()));
   }
   if (!j.is_object()) {
-    return Status::InvalidInput(fmt::format("a JSON {} where an object was expected", j.type_name()));
+    return Status::InvalidInput(
+        fmt::format("a JSON {} where an object was expected", j.type_name()));
   }
   auto it = j.find(std::string(field));
   if (it == j.end()) return Status::InvalidInput(fmt::format("field '{}' missing", field));
@@ -172,8 +173,8 @@ Result<JsonlTokenizeSummary> TokenizeJsonl(
 
     for (size_t i = 0; i < n; ++i) {
       if (!errors[i].ok()) {
-        return Status::InvalidInput(fmt::format("{}:{}: {}", source_name, numbers[i],
-                                                errors[i].message()));
+        return Status::InvalidInput(
+            fmt::format("{}:{}: {}", source_name, numbers[i], errors[i].message()));
       }
       summary.records += 1;
       summary.text_bytes += results[i].text_bytes;

@@ -96,7 +96,7 @@ class PieceCache {
   }
 
  private:
-  static constexpr size_t kShards = 32;  // indexed by the hash's top 5 bits
+  static constexpr size_t kShards = 32;           // indexed by the hash's top 5 bits
   static constexpr size_t kSlotsPerShard = 4096;  // 2 MiB of slots in all: stays in cache
   static constexpr size_t kSlotMask = kSlotsPerShard - 1;
   static constexpr size_t kMaxArenaBytes = 1 << 20;

@@ -1,8 +1,7 @@
 #include "gate/tokenizer/sentencepiece_backend.h"
 
-#include <sentencepiece_processor.h>
-
 #include <fmt/format.h>
+#include <sentencepiece_processor.h>
 
 #include "gate/tokenizer/utf8.h"
 
@@ -26,7 +25,8 @@ class SentencePieceTokenizer final : public Tokenizer {
     std::vector<uint32_t> out;
     out.reserve(ids.size() + 1);
     // Hugging Face's Llama-2/Gemma tokenizers add BOS only; so does add_special_tokens here.
-    if (add_special_tokens && sp_->bos_id() >= 0) out.push_back(static_cast<uint32_t>(sp_->bos_id()));
+    if (add_special_tokens && sp_->bos_id() >= 0)
+      out.push_back(static_cast<uint32_t>(sp_->bos_id()));
     for (int id : ids) out.push_back(static_cast<uint32_t>(id));
     return out;
   }
@@ -56,9 +56,9 @@ Result<std::unique_ptr<Tokenizer>> LoadSentencePiece(std::string_view model_byte
   auto sp = std::make_unique<sentencepiece::SentencePieceProcessor>();
   const auto st = sp->LoadFromSerializedProto(model_bytes);
   if (!st.ok()) {
-    return Status::InvalidInput(fmt::format(
-        "{}: neither a tokenizer.json (no JSON object) nor a SentencePiece model ({})",
-        source_name, st.ToString()));
+    return Status::InvalidInput(
+        fmt::format("{}: neither a tokenizer.json (no JSON object) nor a SentencePiece model ({})",
+                    source_name, st.ToString()));
   }
   return std::unique_ptr<Tokenizer>(std::make_unique<SentencePieceTokenizer>(std::move(sp)));
 }

@@ -145,7 +145,7 @@ union nvmlValue_t {
 struct nvmlFieldValue_t {
   unsigned int fieldId;
   unsigned int scopeId;
-  long long timestamp;    // CPU timestamp of the value, microseconds since 1970
+  long long timestamp;  // CPU timestamp of the value, microseconds since 1970
   long long latencyUsec;
   nvmlValueType_t valueType;
   nvmlReturn_t nvmlReturn;  // check before reading value

@@ -1,33 +1,50 @@
 #include "telemetry/nvml/nvml_api.h"
 
 #include <dlfcn.h>
+#include <fmt/format.h>
 
 #include <cstdlib>
-
-#include <fmt/format.h>
 
 namespace ww::nvml {
 
 std::string NvmlReturnName(nvmlReturn_t rc) {
   switch (rc) {
-    case NVML_SUCCESS: return "NVML_SUCCESS";
-    case NVML_ERROR_UNINITIALIZED: return "NVML_ERROR_UNINITIALIZED";
-    case NVML_ERROR_INVALID_ARGUMENT: return "NVML_ERROR_INVALID_ARGUMENT";
-    case NVML_ERROR_NOT_SUPPORTED: return "NVML_ERROR_NOT_SUPPORTED";
-    case NVML_ERROR_NO_PERMISSION: return "NVML_ERROR_NO_PERMISSION";
-    case NVML_ERROR_NOT_FOUND: return "NVML_ERROR_NOT_FOUND";
-    case NVML_ERROR_INSUFFICIENT_SIZE: return "NVML_ERROR_INSUFFICIENT_SIZE";
-    case NVML_ERROR_DRIVER_NOT_LOADED: return "NVML_ERROR_DRIVER_NOT_LOADED";
-    case NVML_ERROR_TIMEOUT: return "NVML_ERROR_TIMEOUT";
-    case NVML_ERROR_LIBRARY_NOT_FOUND: return "NVML_ERROR_LIBRARY_NOT_FOUND";
-    case NVML_ERROR_FUNCTION_NOT_FOUND: return "NVML_ERROR_FUNCTION_NOT_FOUND";
-    case NVML_ERROR_GPU_IS_LOST: return "NVML_ERROR_GPU_IS_LOST";
-    case NVML_ERROR_RESET_REQUIRED: return "NVML_ERROR_RESET_REQUIRED";
-    case NVML_ERROR_LIB_RM_VERSION_MISMATCH: return "NVML_ERROR_LIB_RM_VERSION_MISMATCH";
-    case NVML_ERROR_NO_DATA: return "NVML_ERROR_NO_DATA";
-    case NVML_ERROR_ARGUMENT_VERSION_MISMATCH: return "NVML_ERROR_ARGUMENT_VERSION_MISMATCH";
-    case NVML_ERROR_UNKNOWN: return "NVML_ERROR_UNKNOWN";
-    default: return fmt::format("NVML_ERROR_{}", rc);
+    case NVML_SUCCESS:
+      return "NVML_SUCCESS";
+    case NVML_ERROR_UNINITIALIZED:
+      return "NVML_ERROR_UNINITIALIZED";
+    case NVML_ERROR_INVALID_ARGUMENT:
+      return "NVML_ERROR_INVALID_ARGUMENT";
+    case NVML_ERROR_NOT_SUPPORTED:
+      return "NVML_ERROR_NOT_SUPPORTED";
+    case NVML_ERROR_NO_PERMISSION:
+      return "NVML_ERROR_NO_PERMISSION";
+    case NVML_ERROR_NOT_FOUND:
+      return "NVML_ERROR_NOT_FOUND";
+    case NVML_ERROR_INSUFFICIENT_SIZE:
+      return "NVML_ERROR_INSUFFICIENT_SIZE";
+    case NVML_ERROR_DRIVER_NOT_LOADED:
+      return "NVML_ERROR_DRIVER_NOT_LOADED";
+    case NVML_ERROR_TIMEOUT:
+      return "NVML_ERROR_TIMEOUT";
+    case NVML_ERROR_LIBRARY_NOT_FOUND:
+      return "NVML_ERROR_LIBRARY_NOT_FOUND";
+    case NVML_ERROR_FUNCTION_NOT_FOUND:
+      return "NVML_ERROR_FUNCTION_NOT_FOUND";
+    case NVML_ERROR_GPU_IS_LOST:
+      return "NVML_ERROR_GPU_IS_LOST";
+    case NVML_ERROR_RESET_REQUIRED:
+      return "NVML_ERROR_RESET_REQUIRED";
+    case NVML_ERROR_LIB_RM_VERSION_MISMATCH:
+      return "NVML_ERROR_LIB_RM_VERSION_MISMATCH";
+    case NVML_ERROR_NO_DATA:
+      return "NVML_ERROR_NO_DATA";
+    case NVML_ERROR_ARGUMENT_VERSION_MISMATCH:
+      return "NVML_ERROR_ARGUMENT_VERSION_MISMATCH";
+    case NVML_ERROR_UNKNOWN:
+      return "NVML_ERROR_UNKNOWN";
+    default:
+      return fmt::format("NVML_ERROR_{}", rc);
   }
 }
 
@@ -77,22 +94,22 @@ Result<std::shared_ptr<NvmlLib>> NvmlLib::Load(const std::string& explicit_path)
   }
 
   std::string missing;
-#define WW_NVML_RESOLVE(member, sym, fallback, required, ret, params)                        \
-  {                                                                                            \
-    const char* bound_name = sym;                                                              \
-    void* p = dlsym(lib->handle_, sym);                                                        \
-    const char* fb = fallback;                                                                 \
-    if (p == nullptr && fb != nullptr) {                                                       \
-      p = dlsym(lib->handle_, fb);                                                             \
-      bound_name = fb;                                                                         \
-    }                                                                                          \
-    if (p != nullptr) {                                                                        \
-      lib->member = reinterpret_cast<ret(*) params>(p);                                        \
-      lib->bound_ += fmt::format("{}={}\n", #member, bound_name);                              \
-    } else if (required) {                                                                     \
-      missing += missing.empty() ? "" : ", ";                                                  \
-      missing += sym;                                                                          \
-    }                                                                                          \
+#define WW_NVML_RESOLVE(member, sym, fallback, required, ret, params) \
+  {                                                                   \
+    const char* bound_name = sym;                                     \
+    void* p = dlsym(lib->handle_, sym);                               \
+    const char* fb = fallback;                                        \
+    if (p == nullptr && fb != nullptr) {                              \
+      p = dlsym(lib->handle_, fb);                                    \
+      bound_name = fb;                                                \
+    }                                                                 \
+    if (p != nullptr) {                                               \
+      lib->member = reinterpret_cast<ret(*) params>(p);               \
+      lib->bound_ += fmt::format("{}={}\n", #member, bound_name);     \
+    } else if (required) {                                            \
+      missing += missing.empty() ? "" : ", ";                         \
+      missing += sym;                                                 \
+    }                                                                 \
   }
   WW_NVML_ENTRY_POINTS(WW_NVML_RESOLVE)
 #undef WW_NVML_RESOLVE

@@ -18,61 +18,61 @@ namespace ww::nvml {
 
 // X(member, symbol, fallback symbol or nullptr, required, return type, parameter list)
 // Every NVML function wattwatch calls, once. `required` ones must resolve for Load() to succeed.
-#define WW_NVML_ENTRY_POINTS(X)                                                                    \
+#define WW_NVML_ENTRY_POINTS(X)                                                                   \
   X(Init, "nvmlInit_v2", "nvmlInit", true, nvmlReturn_t, (void))                                  \
   X(Shutdown, "nvmlShutdown", nullptr, true, nvmlReturn_t, (void))                                \
   X(ErrorString, "nvmlErrorString", nullptr, false, const char*, (nvmlReturn_t))                  \
   X(SystemGetDriverVersion, "nvmlSystemGetDriverVersion", nullptr, false, nvmlReturn_t,           \
-    (char*, unsigned int))                                                                         \
+    (char*, unsigned int))                                                                        \
   X(DeviceGetCount, "nvmlDeviceGetCount_v2", "nvmlDeviceGetCount", true, nvmlReturn_t,            \
-    (unsigned int*))                                                                               \
+    (unsigned int*))                                                                              \
   X(DeviceGetHandleByIndex, "nvmlDeviceGetHandleByIndex_v2", "nvmlDeviceGetHandleByIndex", true,  \
-    nvmlReturn_t, (unsigned int, nvmlDevice_t*))                                                   \
+    nvmlReturn_t, (unsigned int, nvmlDevice_t*))                                                  \
   X(DeviceGetName, "nvmlDeviceGetName", nullptr, false, nvmlReturn_t,                             \
-    (nvmlDevice_t, char*, unsigned int))                                                           \
+    (nvmlDevice_t, char*, unsigned int))                                                          \
   X(DeviceGetUUID, "nvmlDeviceGetUUID", nullptr, false, nvmlReturn_t,                             \
-    (nvmlDevice_t, char*, unsigned int))                                                           \
+    (nvmlDevice_t, char*, unsigned int))                                                          \
   X(DeviceGetPciInfo, "nvmlDeviceGetPciInfo_v3", "nvmlDeviceGetPciInfo_v2", false, nvmlReturn_t,  \
-    (nvmlDevice_t, nvmlPciInfo_t*))                                                                \
+    (nvmlDevice_t, nvmlPciInfo_t*))                                                               \
   X(DeviceGetArchitecture, "nvmlDeviceGetArchitecture", nullptr, false, nvmlReturn_t,             \
-    (nvmlDevice_t, nvmlDeviceArchitecture_t*))                                                     \
+    (nvmlDevice_t, nvmlDeviceArchitecture_t*))                                                    \
   X(DeviceGetPowerUsage, "nvmlDeviceGetPowerUsage", nullptr, false, nvmlReturn_t,                 \
-    (nvmlDevice_t, unsigned int*))                                                                 \
+    (nvmlDevice_t, unsigned int*))                                                                \
   X(DeviceGetTotalEnergyConsumption, "nvmlDeviceGetTotalEnergyConsumption", nullptr, false,       \
-    nvmlReturn_t, (nvmlDevice_t, unsigned long long*))                                             \
+    nvmlReturn_t, (nvmlDevice_t, unsigned long long*))                                            \
   X(DeviceGetEnforcedPowerLimit, "nvmlDeviceGetEnforcedPowerLimit", nullptr, false, nvmlReturn_t, \
-    (nvmlDevice_t, unsigned int*))                                                                 \
+    (nvmlDevice_t, unsigned int*))                                                                \
   X(DeviceGetUtilizationRates, "nvmlDeviceGetUtilizationRates", nullptr, false, nvmlReturn_t,     \
-    (nvmlDevice_t, nvmlUtilization_t*))                                                            \
+    (nvmlDevice_t, nvmlUtilization_t*))                                                           \
   X(DeviceGetClockInfo, "nvmlDeviceGetClockInfo", nullptr, false, nvmlReturn_t,                   \
-    (nvmlDevice_t, nvmlClockType_t, unsigned int*))                                                \
+    (nvmlDevice_t, nvmlClockType_t, unsigned int*))                                               \
   X(DeviceGetCurrentClocksEventReasons, "nvmlDeviceGetCurrentClocksEventReasons",                 \
-    "nvmlDeviceGetCurrentClocksThrottleReasons", false, nvmlReturn_t,                              \
-    (nvmlDevice_t, unsigned long long*))                                                           \
+    "nvmlDeviceGetCurrentClocksThrottleReasons", false, nvmlReturn_t,                             \
+    (nvmlDevice_t, unsigned long long*))                                                          \
   X(DeviceGetTemperature, "nvmlDeviceGetTemperature", nullptr, false, nvmlReturn_t,               \
-    (nvmlDevice_t, nvmlTemperatureSensors_t, unsigned int*))                                       \
+    (nvmlDevice_t, nvmlTemperatureSensors_t, unsigned int*))                                      \
   X(DeviceGetMemoryInfoV2, "nvmlDeviceGetMemoryInfo_v2", nullptr, false, nvmlReturn_t,            \
-    (nvmlDevice_t, nvmlMemory_v2_t*))                                                              \
+    (nvmlDevice_t, nvmlMemory_v2_t*))                                                             \
   X(DeviceGetMemoryInfo, "nvmlDeviceGetMemoryInfo", nullptr, false, nvmlReturn_t,                 \
-    (nvmlDevice_t, nvmlMemory_t*))                                                                 \
+    (nvmlDevice_t, nvmlMemory_t*))                                                                \
   X(DeviceGetPerformanceState, "nvmlDeviceGetPerformanceState", nullptr, false, nvmlReturn_t,     \
-    (nvmlDevice_t, nvmlPstates_t*))                                                                \
+    (nvmlDevice_t, nvmlPstates_t*))                                                               \
   X(DeviceGetFieldValues, "nvmlDeviceGetFieldValues", nullptr, false, nvmlReturn_t,               \
-    (nvmlDevice_t, int, nvmlFieldValue_t*))                                                        \
+    (nvmlDevice_t, int, nvmlFieldValue_t*))                                                       \
   X(DeviceGetSupportedEventTypes, "nvmlDeviceGetSupportedEventTypes", nullptr, false,             \
-    nvmlReturn_t, (nvmlDevice_t, unsigned long long*))                                             \
+    nvmlReturn_t, (nvmlDevice_t, unsigned long long*))                                            \
   X(DeviceRegisterEvents, "nvmlDeviceRegisterEvents", nullptr, false, nvmlReturn_t,               \
-    (nvmlDevice_t, unsigned long long, nvmlEventSet_t))                                            \
+    (nvmlDevice_t, unsigned long long, nvmlEventSet_t))                                           \
   X(EventSetCreate, "nvmlEventSetCreate", nullptr, false, nvmlReturn_t, (nvmlEventSet_t*))        \
   X(EventSetWait, "nvmlEventSetWait_v2", "nvmlEventSetWait", false, nvmlReturn_t,                 \
-    (nvmlEventSet_t, nvmlEventData_t*, unsigned int))                                              \
+    (nvmlEventSet_t, nvmlEventData_t*, unsigned int))                                             \
   X(EventSetFree, "nvmlEventSetFree", nullptr, false, nvmlReturn_t, (nvmlEventSet_t))             \
   X(GpmQueryDeviceSupport, "nvmlGpmQueryDeviceSupport", nullptr, false, nvmlReturn_t,             \
-    (nvmlDevice_t, nvmlGpmSupport_t*))                                                             \
+    (nvmlDevice_t, nvmlGpmSupport_t*))                                                            \
   X(GpmSampleAlloc, "nvmlGpmSampleAlloc", nullptr, false, nvmlReturn_t, (nvmlGpmSample_t*))       \
   X(GpmSampleFree, "nvmlGpmSampleFree", nullptr, false, nvmlReturn_t, (nvmlGpmSample_t))          \
   X(GpmSampleGet, "nvmlGpmSampleGet", nullptr, false, nvmlReturn_t,                               \
-    (nvmlDevice_t, nvmlGpmSample_t))                                                               \
+    (nvmlDevice_t, nvmlGpmSample_t))                                                              \
   X(GpmMetricsGet, "nvmlGpmMetricsGet", nullptr, false, nvmlReturn_t, (nvmlGpmMetricsGet_t*))
 
 // The default library name and the environment variable that overrides it.

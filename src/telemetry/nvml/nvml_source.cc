@@ -1,5 +1,6 @@
 #include "telemetry/nvml/nvml_source.h"
 
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -12,32 +13,48 @@
 #include <thread>
 #include <unordered_map>
 
-#include <fmt/format.h>
-
 #include "core/host.h"
 
 namespace ww::nvml {
 
 const char* NvmlFieldName(NvmlField field) {
   switch (field) {
-    case NvmlField::kPowerDraw: return "power.draw";
-    case NvmlField::kPowerInstant: return "power.instant";
-    case NvmlField::kEnergy: return "energy";
-    case NvmlField::kPowerLimit: return "power.limit";
-    case NvmlField::kUtilization: return "utilization";
-    case NvmlField::kSmClock: return "clocks.sm";
-    case NvmlField::kMemClock: return "clocks.mem";
-    case NvmlField::kClockEventReasons: return "clocks_event_reasons";
-    case NvmlField::kTemperature: return "temperature";
-    case NvmlField::kMemory: return "memory";
-    case NvmlField::kPstate: return "pstate";
-    case NvmlField::kPcieTx: return "pcie.tx";
-    case NvmlField::kPcieRx: return "pcie.rx";
-    case NvmlField::kNvlinkTx: return "nvlink.tx";
-    case NvmlField::kNvlinkRx: return "nvlink.rx";
-    case NvmlField::kGpm: return "gpm";
-    case NvmlField::kXid: return "xid";
-    case NvmlField::kCount: break;
+    case NvmlField::kPowerDraw:
+      return "power.draw";
+    case NvmlField::kPowerInstant:
+      return "power.instant";
+    case NvmlField::kEnergy:
+      return "energy";
+    case NvmlField::kPowerLimit:
+      return "power.limit";
+    case NvmlField::kUtilization:
+      return "utilization";
+    case NvmlField::kSmClock:
+      return "clocks.sm";
+    case NvmlField::kMemClock:
+      return "clocks.mem";
+    case NvmlField::kClockEventReasons:
+      return "clocks_event_reasons";
+    case NvmlField::kTemperature:
+      return "temperature";
+    case NvmlField::kMemory:
+      return "memory";
+    case NvmlField::kPstate:
+      return "pstate";
+    case NvmlField::kPcieTx:
+      return "pcie.tx";
+    case NvmlField::kPcieRx:
+      return "pcie.rx";
+    case NvmlField::kNvlinkTx:
+      return "nvlink.tx";
+    case NvmlField::kNvlinkRx:
+      return "nvlink.rx";
+    case NvmlField::kGpm:
+      return "gpm";
+    case NvmlField::kXid:
+      return "xid";
+    case NvmlField::kCount:
+      break;
   }
   return "?";
 }
@@ -57,9 +74,9 @@ constexpr int kMaxEventsPerTick = 256;
 // One reading of a cumulative NVML counter.
 struct CounterRead {
   uint64_t value = 0;
-  int bits = 64;              // the counter wraps at 2^bits (from the NVML value type)
-  int64_t timestamp_us = 0;   // NVML's timestamp of the value; 0 when not given
-  int64_t read_ns = 0;        // our monotonic time of the read
+  int bits = 64;             // the counter wraps at 2^bits (from the NVML value type)
+  int64_t timestamp_us = 0;  // NVML's timestamp of the value; 0 when not given
+  int64_t read_ns = 0;       // our monotonic time of the read
 };
 
 // Everything one worker read from one GPU in one job, in NVML units.
@@ -94,11 +111,11 @@ struct XidEvent {
 // A worker's mailbox. Guarded by Hub::mu except the atomics, which the sampling thread reads to
 // name the call a stuck worker is in.
 struct Slot {
-  uint64_t requested = 0;  // tick the worker was asked to run
-  uint64_t completed = 0;  // last tick it finished
-  bool busy = false;       // requested and not yet completed
-  bool unread = false;     // `reading` holds a result the sampling thread has not taken
-  GpuReading reading;      // result of `completed` (GPU workers)
+  uint64_t requested = 0;        // tick the worker was asked to run
+  uint64_t completed = 0;        // last tick it finished
+  bool busy = false;             // requested and not yet completed
+  bool unread = false;           // `reading` holds a result the sampling thread has not taken
+  GpuReading reading;            // result of `completed` (GPU workers)
   std::vector<XidEvent> events;  // result of `completed` (the event worker)
   std::string event_error;
   std::atomic<const char*> current_call{nullptr};
@@ -113,8 +130,8 @@ struct Hub {
   std::condition_variable work;  // idle pool threads wait here for jobs
   bool stop = false;
   std::vector<std::unique_ptr<Slot>> slots;
-  std::deque<size_t> queue;      // slots to read this tick, in order
-  std::vector<bool> in_job;      // per pool thread: inside a job (maybe stuck in NVML)
+  std::deque<size_t> queue;  // slots to read this tick, in order
+  std::vector<bool> in_job;  // per pool thread: inside a job (maybe stuck in NVML)
 
   std::mutex clock_mu;
   Clock* clock = nullptr;  // nulled when the source goes away; workers read time through Now()
@@ -215,14 +232,17 @@ class GpuWorker final : public SlotJob {
     unsigned u = 0;
     unsigned long long ull = 0;
 
-    if (!r.lost && Want(NvmlField::kPowerDraw, reinterpret_cast<const void*>(L.DeviceGetPowerUsage))) {
+    if (!r.lost &&
+        Want(NvmlField::kPowerDraw, reinterpret_cast<const void*>(L.DeviceGetPowerUsage))) {
       if (Accept(NvmlField::kPowerDraw,
-                 Call(slot, "nvmlDeviceGetPowerUsage", [&] { return L.DeviceGetPowerUsage(dev_, &u); }), r)) {
+                 Call(slot, "nvmlDeviceGetPowerUsage",
+                      [&] { return L.DeviceGetPowerUsage(dev_, &u); }),
+                 r)) {
         r.power_mw = u;
       }
     }
-    if (!r.lost &&
-        Want(NvmlField::kEnergy, reinterpret_cast<const void*>(L.DeviceGetTotalEnergyConsumption))) {
+    if (!r.lost && Want(NvmlField::kEnergy,
+                        reinterpret_cast<const void*>(L.DeviceGetTotalEnergyConsumption))) {
       if (Accept(NvmlField::kEnergy,
                  Call(slot, "nvmlDeviceGetTotalEnergyConsumption",
                       [&] { return L.DeviceGetTotalEnergyConsumption(dev_, &ull); }),
@@ -231,8 +251,8 @@ class GpuWorker final : public SlotJob {
         r.energy_read_ns = hub_->Now();
       }
     }
-    if (!r.lost &&
-        Want(NvmlField::kPowerLimit, reinterpret_cast<const void*>(L.DeviceGetEnforcedPowerLimit))) {
+    if (!r.lost && Want(NvmlField::kPowerLimit,
+                        reinterpret_cast<const void*>(L.DeviceGetEnforcedPowerLimit))) {
       if (Accept(NvmlField::kPowerLimit,
                  Call(slot, "nvmlDeviceGetEnforcedPowerLimit",
                       [&] { return L.DeviceGetEnforcedPowerLimit(dev_, &u); }),
@@ -259,7 +279,8 @@ class GpuWorker final : public SlotJob {
         r.sm_mhz = u;
       }
     }
-    if (!r.lost && Want(NvmlField::kMemClock, reinterpret_cast<const void*>(L.DeviceGetClockInfo))) {
+    if (!r.lost &&
+        Want(NvmlField::kMemClock, reinterpret_cast<const void*>(L.DeviceGetClockInfo))) {
       if (Accept(NvmlField::kMemClock,
                  Call(slot, "nvmlDeviceGetClockInfo(MEM)",
                       [&] { return L.DeviceGetClockInfo(dev_, NVML_CLOCK_MEM, &u); }),
@@ -286,7 +307,8 @@ class GpuWorker final : public SlotJob {
       }
     }
     if (!r.lost) ReadMemory(slot, r);
-    if (!r.lost && Want(NvmlField::kPstate, reinterpret_cast<const void*>(L.DeviceGetPerformanceState))) {
+    if (!r.lost &&
+        Want(NvmlField::kPstate, reinterpret_cast<const void*>(L.DeviceGetPerformanceState))) {
       nvmlPstates_t p = NVML_PSTATE_UNKNOWN;
       if (Accept(NvmlField::kPstate,
                  Call(slot, "nvmlDeviceGetPerformanceState",
@@ -320,15 +342,15 @@ class GpuWorker final : public SlotJob {
     };
     if (L.DeviceGetName != nullptr) {
       char buf[NVML_DEVICE_NAME_V2_BUFFER_SIZE] = {};
-      const nvmlReturn_t rc = Call(slot, "nvmlDeviceGetName",
-                                   [&] { return L.DeviceGetName(dev_, buf, sizeof(buf)); });
+      const nvmlReturn_t rc =
+          Call(slot, "nvmlDeviceGetName", [&] { return L.DeviceGetName(dev_, buf, sizeof(buf)); });
       if (lost(rc)) return;
       if (rc == NVML_SUCCESS) id.name = buf;
     }
     if (L.DeviceGetUUID != nullptr) {
       char buf[NVML_DEVICE_UUID_BUFFER_SIZE] = {};
-      const nvmlReturn_t rc = Call(slot, "nvmlDeviceGetUUID",
-                                   [&] { return L.DeviceGetUUID(dev_, buf, sizeof(buf)); });
+      const nvmlReturn_t rc =
+          Call(slot, "nvmlDeviceGetUUID", [&] { return L.DeviceGetUUID(dev_, buf, sizeof(buf)); });
       if (lost(rc)) return;
       if (rc == NVML_SUCCESS) id.uuid = buf;
     }
@@ -350,9 +372,8 @@ class GpuWorker final : public SlotJob {
     if (events_ != nullptr) {
       unsigned long long types = nvmlEventTypeXidCriticalError;
       if (L.DeviceGetSupportedEventTypes != nullptr) {
-        const nvmlReturn_t rc = Call(slot, "nvmlDeviceGetSupportedEventTypes", [&] {
-          return L.DeviceGetSupportedEventTypes(dev_, &types);
-        });
+        const nvmlReturn_t rc = Call(slot, "nvmlDeviceGetSupportedEventTypes",
+                                     [&] { return L.DeviceGetSupportedEventTypes(dev_, &types); });
         if (lost(rc)) return;
         if (rc != NVML_SUCCESS) types = 0;
       }
@@ -375,8 +396,8 @@ class GpuWorker final : public SlotJob {
     if (L.DeviceGetMemoryInfoV2 != nullptr && !mem_v2_unsupported_) {
       nvmlMemory_v2_t m{};
       m.version = nvmlMemory_v2;
-      const nvmlReturn_t rc =
-          Call(slot, "nvmlDeviceGetMemoryInfo_v2", [&] { return L.DeviceGetMemoryInfoV2(dev_, &m); });
+      const nvmlReturn_t rc = Call(slot, "nvmlDeviceGetMemoryInfo_v2",
+                                   [&] { return L.DeviceGetMemoryInfoV2(dev_, &m); });
       if (rc == NVML_SUCCESS) {
         sup(NvmlField::kMemory) = Support::kSupported;
         r.mem_used_bytes = m.used;
@@ -397,9 +418,10 @@ class GpuWorker final : public SlotJob {
     }
     if (!Want(NvmlField::kMemory, reinterpret_cast<const void*>(L.DeviceGetMemoryInfo))) return;
     nvmlMemory_t m{};
-    if (Accept(NvmlField::kMemory,
-               Call(slot, "nvmlDeviceGetMemoryInfo", [&] { return L.DeviceGetMemoryInfo(dev_, &m); }),
-               r)) {
+    if (Accept(
+            NvmlField::kMemory,
+            Call(slot, "nvmlDeviceGetMemoryInfo", [&] { return L.DeviceGetMemoryInfo(dev_, &m); }),
+            r)) {
       r.mem_used_bytes = m.used;
       r.mem_total_bytes = m.total;
     }
@@ -408,11 +430,14 @@ class GpuWorker final : public SlotJob {
   // Unsigned value of a field and the width it wraps at; nullopt for a negative or odd type.
   static std::optional<std::pair<uint64_t, int>> Unsigned(const nvmlFieldValue_t& v) {
     switch (v.valueType) {
-      case NVML_VALUE_TYPE_UNSIGNED_INT: return std::pair<uint64_t, int>{v.value.uiVal, 32};
+      case NVML_VALUE_TYPE_UNSIGNED_INT:
+        return std::pair<uint64_t, int>{v.value.uiVal, 32};
       case NVML_VALUE_TYPE_UNSIGNED_LONG:
         return std::pair<uint64_t, int>{v.value.ulVal, static_cast<int>(sizeof(long) * 8)};
-      case NVML_VALUE_TYPE_UNSIGNED_LONG_LONG: return std::pair<uint64_t, int>{v.value.ullVal, 64};
-      case NVML_VALUE_TYPE_UNSIGNED_SHORT: return std::pair<uint64_t, int>{v.value.usVal, 16};
+      case NVML_VALUE_TYPE_UNSIGNED_LONG_LONG:
+        return std::pair<uint64_t, int>{v.value.ullVal, 64};
+      case NVML_VALUE_TYPE_UNSIGNED_SHORT:
+        return std::pair<uint64_t, int>{v.value.usVal, 16};
       case NVML_VALUE_TYPE_SIGNED_LONG_LONG:
         if (v.value.sllVal < 0) return std::nullopt;
         return std::pair<uint64_t, int>{static_cast<uint64_t>(v.value.sllVal), 63};
@@ -422,7 +447,8 @@ class GpuWorker final : public SlotJob {
       case NVML_VALUE_TYPE_DOUBLE:
         if (!(v.value.dVal >= 0) || v.value.dVal > 1.8e19) return std::nullopt;
         return std::pair<uint64_t, int>{static_cast<uint64_t>(v.value.dVal), 64};
-      default: return std::nullopt;
+      default:
+        return std::nullopt;
     }
   }
 
@@ -471,11 +497,20 @@ class GpuWorker final : public SlotJob {
       }
       CounterRead c{val->first, val->second, v.timestamp, read_ns};
       switch (which[i]) {
-        case NvmlField::kPcieTx: r.pcie_tx = c; break;
-        case NvmlField::kPcieRx: r.pcie_rx = c; break;
-        case NvmlField::kNvlinkTx: r.nvlink_tx = c; break;
-        case NvmlField::kNvlinkRx: r.nvlink_rx = c; break;
-        default: break;
+        case NvmlField::kPcieTx:
+          r.pcie_tx = c;
+          break;
+        case NvmlField::kPcieRx:
+          r.pcie_rx = c;
+          break;
+        case NvmlField::kNvlinkTx:
+          r.nvlink_tx = c;
+          break;
+        case NvmlField::kNvlinkRx:
+          r.nvlink_rx = c;
+          break;
+        default:
+          break;
       }
     }
   }
@@ -506,7 +541,8 @@ class GpuWorker final : public SlotJob {
         return;
       }
       for (nvmlGpmSample_t& g : gpm_) {
-        if (Call(slot, "nvmlGpmSampleAlloc", [&] { return L.GpmSampleAlloc(&g); }) != NVML_SUCCESS) {
+        if (Call(slot, "nvmlGpmSampleAlloc", [&] { return L.GpmSampleAlloc(&g); }) !=
+            NVML_SUCCESS) {
           s = Support::kUnsupported;
           return;
         }
@@ -575,7 +611,10 @@ class EventWorker final : public SlotJob {
  public:
   EventWorker(std::shared_ptr<NvmlLib> lib, std::shared_ptr<Hub> hub, size_t slot,
               nvmlEventSet_t set, std::unordered_map<nvmlDevice_t, size_t> gpu_of)
-      : lib_(std::move(lib)), hub_(std::move(hub)), slot_(slot), set_(set),
+      : lib_(std::move(lib)),
+        hub_(std::move(hub)),
+        slot_(slot),
+        set_(set),
         gpu_of_(std::move(gpu_of)) {}
   ~EventWorker() {
     if (set_ != nullptr && lib_->EventSetFree != nullptr) lib_->EventSetFree(set_);
@@ -642,17 +681,28 @@ void PoolLoop(std::shared_ptr<Hub> hub, std::shared_ptr<std::vector<std::shared_
 
 std::string ArchName(nvmlDeviceArchitecture_t a) {
   switch (a) {
-    case 2: return "kepler";
-    case 3: return "maxwell";
-    case 4: return "pascal";
-    case 5: return "volta";
-    case 6: return "turing";
-    case NVML_DEVICE_ARCH_AMPERE: return "ampere";
-    case NVML_DEVICE_ARCH_ADA: return "ada";
-    case NVML_DEVICE_ARCH_HOPPER: return "hopper";
-    case NVML_DEVICE_ARCH_BLACKWELL: return "blackwell";
-    case NVML_DEVICE_ARCH_UNKNOWN: return "";
-    default: return fmt::format("arch{}", a);
+    case 2:
+      return "kepler";
+    case 3:
+      return "maxwell";
+    case 4:
+      return "pascal";
+    case 5:
+      return "volta";
+    case 6:
+      return "turing";
+    case NVML_DEVICE_ARCH_AMPERE:
+      return "ampere";
+    case NVML_DEVICE_ARCH_ADA:
+      return "ada";
+    case NVML_DEVICE_ARCH_HOPPER:
+      return "hopper";
+    case NVML_DEVICE_ARCH_BLACKWELL:
+      return "blackwell";
+    case NVML_DEVICE_ARCH_UNKNOWN:
+      return "";
+    default:
+      return fmt::format("arch{}", a);
   }
 }
 
@@ -772,8 +822,9 @@ void RunBoot(const std::shared_ptr<Boot>& boot, const std::string& library_path)
     unsigned count = 0;
     const nvmlReturn_t crc = L.DeviceGetCount(&count);
     if (crc != NVML_SUCCESS) {
-      status = Status::Unavailable(fmt::format("cannot use NVML: nvmlDeviceGetCount on {} failed: {}. {}",
-                                               L.path(), L.ErrorText(crc), kNvmlHowToPoint));
+      status = Status::Unavailable(
+          fmt::format("cannot use NVML: nvmlDeviceGetCount on {} failed: {}. {}", L.path(),
+                      L.ErrorText(crc), kNvmlHowToPoint));
     } else if (count == 0) {
       status = Status::Unavailable(fmt::format(
           "no GPU: NVML ({}) is loaded and the driver answers, but it reports 0 GPUs on this host "
@@ -790,8 +841,9 @@ void RunBoot(const std::shared_ptr<Boot>& boot, const std::string& library_path)
         const nvmlReturn_t hrc = L.DeviceGetHandleByIndex(i, &devices[i]);
         if (hrc != NVML_SUCCESS) {
           devices[i] = nullptr;
-          handle_errors.push_back(fmt::format(
-              "GPU {}: nvmlDeviceGetHandleByIndex failed: {}; it is reported lost", i, L.ErrorText(hrc)));
+          handle_errors.push_back(
+              fmt::format("GPU {}: nvmlDeviceGetHandleByIndex failed: {}; it is reported lost", i,
+                          L.ErrorText(hrc)));
         }
       }
       if (L.EventSetCreate != nullptr && L.DeviceRegisterEvents != nullptr &&
@@ -926,9 +978,9 @@ Status NvmlSource::Next(std::vector<GpuSample>* out) {
       if (slot.busy) {
         const char* call = slot.current_call.load(std::memory_order_acquire);
         const int64_t since = slot.call_started_ns.load(std::memory_order_relaxed);
-        stale_reason[s] = fmt::format("{} still blocked after {} ms",
-                                      call != nullptr ? call : "an NVML call",
-                                      (t0 - since) / 1'000'000);
+        stale_reason[s] =
+            fmt::format("{} still blocked after {} ms", call != nullptr ? call : "an NVML call",
+                        (t0 - since) / 1'000'000);
         continue;
       }
       // A result that came back after its tick's deadline: its readings are too old to use,
@@ -982,9 +1034,9 @@ Status NvmlSource::Next(std::vector<GpuSample>* out) {
         }
       } else {
         const char* call = slot.current_call.load(std::memory_order_acquire);
-        stale_reason[s] = fmt::format("{} did not return within {} ms",
-                                      call != nullptr ? call : "an NVML call",
-                                      I.deadline_ns / 1'000'000);
+        stale_reason[s] =
+            fmt::format("{} did not return within {} ms", call != nullptr ? call : "an NVML call",
+                        I.deadline_ns / 1'000'000);
       }
     }
   }
@@ -1008,7 +1060,8 @@ Status NvmlSource::Next(std::vector<GpuSample>* out) {
     for (const XidEvent& e : events) {
       if (e.gpu == i) st.xids.push_back(e.xid);
     }
-    for (uint64_t xid : st.xids) I.Warn(fmt::format("{}: Xid {} critical error", I.GpuLabel(i), xid));
+    for (uint64_t xid : st.xids)
+      I.Warn(fmt::format("{}: Xid {} critical error", I.GpuLabel(i), xid));
 
     if (!got[i]) {
       st.stale = true;
@@ -1027,9 +1080,10 @@ Status NvmlSource::Next(std::vector<GpuSample>* out) {
     if (r.lost) {
       st.lost = true;
       if (!prev.was_lost) {
-        I.Warn(fmt::format("{} is lost (NVML_ERROR_GPU_IS_LOST): it has fallen off the bus or "
-                           "otherwise become inaccessible",
-                           I.GpuLabel(i)));
+        I.Warn(
+            fmt::format("{} is lost (NVML_ERROR_GPU_IS_LOST): it has fallen off the bus or "
+                        "otherwise become inaccessible",
+                        I.GpuLabel(i)));
       }
       prev.was_lost = true;
       out->push_back(s);
@@ -1066,25 +1120,29 @@ Status NvmlSource::Next(std::vector<GpuSample>* out) {
         if (mean_w <= kMaxPlausiblePowerW) {
           s.power_mean_w = mean_w;
         } else {
-          I.Warn(fmt::format("{}: energy counter went from {} to {} mJ (driver reload?); no mean "
-                             "power this tick",
-                             I.GpuLabel(i), *prev.energy_mj, *r.energy_mj));
+          I.Warn(
+              fmt::format("{}: energy counter went from {} to {} mJ (driver reload?); no mean "
+                          "power this tick",
+                          I.GpuLabel(i), *prev.energy_mj, *r.energy_mj));
         }
       }
       prev.energy_mj = r.energy_mj;
       prev.energy_ns = r.energy_read_ns;
     }
     bool reset = false;
-    s.pcie_tx_bytes_per_s = CounterRate(prev.pcie_tx, r.pcie_tx, 1.0, kMaxPlausiblePcieBytesPerS, &reset);
-    s.pcie_rx_bytes_per_s = CounterRate(prev.pcie_rx, r.pcie_rx, 1.0, kMaxPlausiblePcieBytesPerS, &reset);
+    s.pcie_tx_bytes_per_s =
+        CounterRate(prev.pcie_tx, r.pcie_tx, 1.0, kMaxPlausiblePcieBytesPerS, &reset);
+    s.pcie_rx_bytes_per_s =
+        CounterRate(prev.pcie_rx, r.pcie_rx, 1.0, kMaxPlausiblePcieBytesPerS, &reset);
     s.nvlink_tx_bytes_per_s =
         CounterRate(prev.nvlink_tx, r.nvlink_tx, 1024.0, kMaxPlausibleNvlinkBytesPerS, &reset);
     s.nvlink_rx_bytes_per_s =
         CounterRate(prev.nvlink_rx, r.nvlink_rx, 1024.0, kMaxPlausibleNvlinkBytesPerS, &reset);
     if (reset) {
-      I.Warn(fmt::format("{}: a PCIe/NVLink byte counter jumped implausibly (reset?); no rate this "
-                         "tick",
-                         I.GpuLabel(i)));
+      I.Warn(
+          fmt::format("{}: a PCIe/NVLink byte counter jumped implausibly (reset?); no rate this "
+                      "tick",
+                      I.GpuLabel(i)));
     }
     auto ratio = [](const std::optional<double>& pct) -> std::optional<double> {
       if (!pct) return std::nullopt;

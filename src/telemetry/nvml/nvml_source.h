@@ -75,10 +75,10 @@ enum class Support : uint8_t {
 
 // What happened to one GPU in the last tick, beyond its readings.
 struct NvmlGpuStatus {
-  bool stale = false;         // an NVML call missed its deadline; the sample has no readings
-  std::string stale_reason;   // e.g. "nvmlDeviceGetPowerUsage did not return within 200 ms"
-  bool lost = false;          // NVML_ERROR_GPU_IS_LOST (fallen off the bus); no readings
-  std::vector<uint64_t> xids;  // Xid critical errors reported since the previous tick
+  bool stale = false;            // an NVML call missed its deadline; the sample has no readings
+  std::string stale_reason;      // e.g. "nvmlDeviceGetPowerUsage did not return within 200 ms"
+  bool lost = false;             // NVML_ERROR_GPU_IS_LOST (fallen off the bus); no readings
+  std::vector<uint64_t> xids;    // Xid critical errors reported since the previous tick
   int64_t read_latency_us = -1;  // time the worker spent on all calls; -1 when not read
 };
 

@@ -1,14 +1,13 @@
 #include "telemetry/record/record_writer.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <ctime>
-
-#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 namespace ww::record {

@@ -44,9 +44,9 @@ enum CsvColumn : uint32_t {
 // One GPU in one tick. Pointers are borrowed for the duration of WriteTick.
 struct RecordRow {
   const GpuSample* sample = nullptr;
-  const GpuInfo* info = nullptr;     // name and uuid; may be null
+  const GpuInfo* info = nullptr;  // name and uuid; may be null
   std::string_view host;
-  uint32_t unsupported_mask = 0;     // CsvColumn bits
+  uint32_t unsupported_mask = 0;  // CsvColumn bits
   bool stale = false;
   std::string_view stale_reason;
   bool lost = false;

@@ -1,17 +1,16 @@
 #include "telemetry/replay/line_reader.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
 
-#include <fmt/format.h>
-
 namespace ww {
 
 Result<std::unique_ptr<LineReader>> LineReader::Open(const std::string& path,
-                                                      size_t max_line_bytes) {
+                                                     size_t max_line_bytes) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
     return Status::NotFound(fmt::format("{}: cannot open: {}", path, std::strerror(errno)));

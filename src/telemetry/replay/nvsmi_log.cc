@@ -1,5 +1,7 @@
 #include "telemetry/replay/nvsmi_log.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <charconv>
 #include <cmath>
@@ -7,8 +9,6 @@
 #include <map>
 #include <queue>
 #include <unordered_map>
-
-#include <fmt/format.h>
 
 #include "core/timefmt.h"
 #include "telemetry/replay/line_reader.h"
@@ -89,7 +89,8 @@ std::string ValidUtf8(std::string_view s) {
 
 std::string_view Trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r'))
+    s.remove_suffix(1);
   return s;
 }
 
@@ -172,9 +173,9 @@ Column MapDmonName(std::string_view raw) {
   Column c;
   c.name = std::string(raw);
   static const std::unordered_map<std::string, Col> kNames = {
-      {"date", Col::kDate},   {"time", Col::kTime},      {"gpu", Col::kIndex},
-      {"idx", Col::kIndex},   {"pwr", Col::kPowerAvg},   {"gtemp", Col::kTemp},
-      {"sm", Col::kUtilGpu},  {"mem", Col::kUtilMem},    {"mclk", Col::kClockMem},
+      {"date", Col::kDate},    {"time", Col::kTime},    {"gpu", Col::kIndex},
+      {"idx", Col::kIndex},    {"pwr", Col::kPowerAvg}, {"gtemp", Col::kTemp},
+      {"sm", Col::kUtilGpu},   {"mem", Col::kUtilMem},  {"mclk", Col::kClockMem},
       {"pclk", Col::kClockSm}, {"fb", Col::kMemUsed},
   };
   if (auto it = kNames.find(Lower(raw)); it != kNames.end()) c.col = it->second;
@@ -219,8 +220,8 @@ Parse ParseNumber(std::string_view s, double* out) {
     while (r < e && *r == ' ') ++r;
     while (r < e && is_unit_char(*r)) ++r;
     if (r == e) {
-      static constexpr double kPow10[] = {1,   1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
-                                          1e8, 1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15};
+      static constexpr double kPow10[] = {1,   1e1, 1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
+                                          1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15};
       *out = static_cast<double>(mant) / kPow10[frac_digits];
       return Parse::kOk;
     }
@@ -268,18 +269,30 @@ Range PlausibleRange(Col col) {
 
 std::optional<double> GpuSample::*MemberFor(Col col) {
   switch (col) {
-    case Col::kPowerAvg: return &GpuSample::power_w;
-    case Col::kPowerInstant: return &GpuSample::power_instant_w;
-    case Col::kPowerLimit: return &GpuSample::power_limit_w;
-    case Col::kEnforcedLimit: return &GpuSample::power_limit_w;
-    case Col::kUtilGpu: return &GpuSample::util_gpu_pct;
-    case Col::kUtilMem: return &GpuSample::util_mem_pct;
-    case Col::kClockSm: return &GpuSample::sm_clock_mhz;
-    case Col::kClockMem: return &GpuSample::mem_clock_mhz;
-    case Col::kTemp: return &GpuSample::temperature_c;
-    case Col::kMemUsed: return &GpuSample::mem_used_mib;
-    case Col::kMemTotal: return &GpuSample::mem_total_mib;
-    default: return nullptr;
+    case Col::kPowerAvg:
+      return &GpuSample::power_w;
+    case Col::kPowerInstant:
+      return &GpuSample::power_instant_w;
+    case Col::kPowerLimit:
+      return &GpuSample::power_limit_w;
+    case Col::kEnforcedLimit:
+      return &GpuSample::power_limit_w;
+    case Col::kUtilGpu:
+      return &GpuSample::util_gpu_pct;
+    case Col::kUtilMem:
+      return &GpuSample::util_mem_pct;
+    case Col::kClockSm:
+      return &GpuSample::sm_clock_mhz;
+    case Col::kClockMem:
+      return &GpuSample::mem_clock_mhz;
+    case Col::kTemp:
+      return &GpuSample::temperature_c;
+    case Col::kMemUsed:
+      return &GpuSample::mem_used_mib;
+    case Col::kMemTotal:
+      return &GpuSample::mem_total_mib;
+    default:
+      return nullptr;
   }
 }
 
@@ -349,8 +362,8 @@ class NvsmiLogSource final : public TelemetrySource {
     }
     const int64_t n = reader_->line_number();
     if (line.find('\0') != std::string_view::npos) {
-      return Status::InvalidInput(fmt::format("{}:{}: binary data, not a telemetry log",
-                                              reader_->path(), n));
+      return Status::InvalidInput(
+          fmt::format("{}:{}: binary data, not a telemetry log", reader_->path(), n));
     }
     std::string_view t = Trim(line);
     if (!t.empty() && t.front() == '#') {
@@ -468,9 +481,8 @@ class NvsmiLogSource final : public TelemetrySource {
       if (c.col == Col::kBusId) bus_col_ = static_cast<int>(i);
       if (c.col == Col::kName) name_col_ = static_cast<int>(i);
     }
-    const std::string where = options_.query.empty()
-                                  ? fmt::format("{}:{}", reader_->path(), line)
-                                  : fmt::format("--query '{}'", options_.query);
+    const std::string where = options_.query.empty() ? fmt::format("{}:{}", reader_->path(), line)
+                                                     : fmt::format("--query '{}'", options_.query);
     if (known == 0 || (ts_col_ < 0 && time_col_ < 0 && index_col_ < 0 && !HasReading())) {
       return Status::InvalidInput(fmt::format(
           "{}: not an nvidia-smi log header (expected columns such as timestamp, index, "
@@ -528,8 +540,8 @@ class NvsmiLogSource final : public TelemetrySource {
         continue;  // a repeated header (logs concatenated)
       }
       if (line.find('\0') != std::string_view::npos) {
-        return Status::InvalidInput(fmt::format("{}:{}: binary data in a telemetry log",
-                                                reader_->path(), n));
+        return Status::InvalidInput(
+            fmt::format("{}:{}: binary data in a telemetry log", reader_->path(), n));
       }
       ++data_rows_;
       if (dmon_) {
@@ -538,9 +550,9 @@ class NvsmiLogSource final : public TelemetrySource {
         SplitCsv(line);
       }
       if (fields_.size() != columns_.size()) {
-        deferred_bad_.emplace(fmt::format("line {}: {} fields, header has {}", n, fields_.size(),
-                                          columns_.size()),
-                              "row with wrong number of fields skipped");
+        deferred_bad_.emplace(
+            fmt::format("line {}: {} fields, header has {}", n, fields_.size(), columns_.size()),
+            "row with wrong number of fields skipped");
         continue;
       }
       Row row;
@@ -647,8 +659,9 @@ class NvsmiLogSource final : public TelemetrySource {
         auto t = ParseDmonTime(date_col_ >= 0 ? fields_[static_cast<size_t>(date_col_)] : "",
                                fields_[static_cast<size_t>(time_col_)]);
         if (!t) {
-          WW_RETURN_IF_ERROR(Bad(n, fmt::format("line {}: time: '{}' is not a time", n,
-                                                fields_[static_cast<size_t>(time_col_)]),
+          WW_RETURN_IF_ERROR(Bad(n,
+                                 fmt::format("line {}: time: '{}' is not a time", n,
+                                             fields_[static_cast<size_t>(time_col_)]),
                                  "row with unparseable timestamp skipped"));
           continue;
         }
@@ -684,8 +697,8 @@ class NvsmiLogSource final : public TelemetrySource {
     std::string text;
     if (!date.empty()) {
       if (date.size() != 8) return std::nullopt;
-      text = fmt::format("{}-{}-{} {}", date.substr(0, 4), date.substr(4, 2), date.substr(6, 2),
-                         time);
+      text =
+          fmt::format("{}-{}-{} {}", date.substr(0, 4), date.substr(4, 2), date.substr(6, 2), time);
     } else {
       text = fmt::format("1970-01-01 {}", time);
     }
@@ -707,25 +720,24 @@ class NvsmiLogSource final : public TelemetrySource {
     ++bad_rows_;
     if (!first_bad_) first_bad_ = message;
     warnings_.Add(kind, message);
-    const double limit = std::max<double>(static_cast<double>(options_.max_bad_rows_floor),
-                                          options_.max_bad_row_fraction *
-                                              static_cast<double>(std::max<int64_t>(data_rows_, 1000)));
+    const double limit = std::max<double>(
+        static_cast<double>(options_.max_bad_rows_floor),
+        options_.max_bad_row_fraction * static_cast<double>(std::max<int64_t>(data_rows_, 1000)));
     if (static_cast<double>(bad_rows_) > limit) {
-      return Status::InvalidInput(fmt::format(
-          "{}: too many malformed rows ({} of {} so far); first: {}", reader_->path(),
-          bad_rows_, data_rows_, *first_bad_));
+      return Status::InvalidInput(
+          fmt::format("{}: too many malformed rows ({} of {} so far); first: {}", reader_->path(),
+                      bad_rows_, data_rows_, *first_bad_));
     }
     return Status::Ok();
   }
 
   Status Finish() {
-    const double limit = std::max<double>(static_cast<double>(options_.max_bad_rows_floor),
-                                          options_.max_bad_row_fraction *
-                                              static_cast<double>(data_rows_));
+    const double limit =
+        std::max<double>(static_cast<double>(options_.max_bad_rows_floor),
+                         options_.max_bad_row_fraction * static_cast<double>(data_rows_));
     if (static_cast<double>(bad_rows_) > limit) {
       return Status::InvalidInput(fmt::format("{}: too many malformed rows ({} of {}); first: {}",
-                                              reader_->path(), bad_rows_, data_rows_,
-                                              *first_bad_));
+                                              reader_->path(), bad_rows_, data_rows_, *first_bad_));
     }
     if (emitted_ == 0) {
       if (first_bad_) {
@@ -755,8 +767,8 @@ class NvsmiLogSource final : public TelemetrySource {
     }
     std::vector<int64_t> diffs;
     for (size_t i = 1; i < lookahead_.size(); ++i) {
-      diffs.push_back(std::max<int64_t>(0, lookahead_[i].timestamp_ms -
-                                               lookahead_[i - 1].timestamp_ms));
+      diffs.push_back(
+          std::max<int64_t>(0, lookahead_[i].timestamp_ms - lookahead_[i - 1].timestamp_ms));
     }
     if (diffs.size() < 2) {
       tick_rows_ = std::max<int>(1, static_cast<int>(lookahead_.size()));
@@ -839,10 +851,10 @@ class NvsmiLogSource final : public TelemetrySource {
     const uint16_t gpu = row.sample.key.gpu;
     auto [it, inserted] = last_ms_.try_emplace(gpu, INT64_MIN);
     if (row.timestamp_ms <= it->second) {
-      warnings_.Add(row.timestamp_ms == it->second ? "duplicate timestamp skipped"
-                                                   : "out-of-order timestamp skipped",
-                    fmt::format("line {}: GPU {} at {}", row.line, gpu,
-                                FormatIsoMs(row.timestamp_ms)));
+      warnings_.Add(
+          row.timestamp_ms == it->second ? "duplicate timestamp skipped"
+                                         : "out-of-order timestamp skipped",
+          fmt::format("line {}: GPU {} at {}", row.line, gpu, FormatIsoMs(row.timestamp_ms)));
       return;
     }
     it->second = row.timestamp_ms;
@@ -869,8 +881,8 @@ class NvsmiLogSource final : public TelemetrySource {
   std::vector<Column> columns_;
   std::vector<std::string_view> fields_;
   bool dmon_ = false;
-  int ts_col_ = -1, date_col_ = -1, time_col_ = -1, index_col_ = -1, uuid_col_ = -1,
-      bus_col_ = -1, name_col_ = -1;
+  int ts_col_ = -1, date_col_ = -1, time_col_ = -1, index_col_ = -1, uuid_col_ = -1, bus_col_ = -1,
+      name_col_ = -1;
   bool positional_ = false;
   bool positional_ready_ = false;
   int tick_rows_ = 1;
@@ -955,7 +967,8 @@ class MergedSource final : public TelemetrySource {
 
 std::string HostNameFromPath(const std::string& path) {
   std::string name = path;
-  if (auto slash = name.find_last_of('/'); slash != std::string::npos) name = name.substr(slash + 1);
+  if (auto slash = name.find_last_of('/'); slash != std::string::npos)
+    name = name.substr(slash + 1);
   for (const char* ext : {".gz", ".zst"}) {
     const std::string e(ext);
     if (name.size() > e.size() && name.compare(name.size() - e.size(), e.size(), e) == 0) {

@@ -1,10 +1,10 @@
 #include "telemetry/sim/simulator.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <deque>
-
-#include <fmt/format.h>
 
 #include "telemetry/gpu_models.h"
 
@@ -27,8 +27,8 @@ double Hash01(uint64_t a, uint64_t b) {
 }
 
 GpuModelParams FromTable(const GpuModel& m) {
-  return {std::string(m.name), m.tdp_w, m.idle_w, m.max_sm_clock_mhz, m.idle_sm_clock_mhz,
-          m.mem_clock_mhz, m.memory_total_mib};
+  return {std::string(m.name), m.tdp_w,         m.idle_w,          m.max_sm_clock_mhz,
+          m.idle_sm_clock_mhz, m.mem_clock_mhz, m.memory_total_mib};
 }
 
 }  // namespace
@@ -68,8 +68,13 @@ Result<ScenarioConfig> MakeScenario(const std::string& name, const ScenarioOptio
     auto a = model.find(':');
     auto b = model.find(':', a + 1);
     try {
-      c.model = {model.substr(0, a), std::stod(model.substr(a + 1, b - a - 1)),
-                 std::stod(model.substr(b + 1)), 1900, 300, 2600, 98304};
+      c.model = {model.substr(0, a),
+                 std::stod(model.substr(a + 1, b - a - 1)),
+                 std::stod(model.substr(b + 1)),
+                 1900,
+                 300,
+                 2600,
+                 98304};
     } catch (...) {
       return Status::InvalidInput(fmt::format("--model '{}': expected NAME:TDP_W:IDLE_W", model));
     }
@@ -82,15 +87,15 @@ Result<ScenarioConfig> MakeScenario(const std::string& name, const ScenarioOptio
   } else {
     std::string known;
     for (const auto& k : KnownGpuModels()) known += fmt::format(" {}", k.match);
-    return Status::InvalidInput(fmt::format(
-        "--model '{}': unknown; use one of{} or NAME:TDP_W:IDLE_W for any other GPU", model,
-        known));
+    return Status::InvalidInput(
+        fmt::format("--model '{}': unknown; use one of{} or NAME:TDP_W:IDLE_W for any other GPU",
+                    model, known));
   }
   c.power_cap_w = options.power_cap_w;
   if (c.power_cap_w < 0 || (c.power_cap_w > 0 && c.power_cap_w < c.model.idle_w * 1.5)) {
     return Status::InvalidInput(
-        fmt::format("--power-cap-w {}: must be above 1.5x the idle power ({} W)",
-                    c.power_cap_w, c.model.idle_w));
+        fmt::format("--power-cap-w {}: must be above 1.5x the idle power ({} W)", c.power_cap_w,
+                    c.model.idle_w));
   }
   std::mt19937_64 rng(options.seed);
   std::uniform_real_distribution<double> u01(0, 1);
@@ -240,7 +245,8 @@ Simulator::Instant Simulator::InstantAt(int rank, double t_s) {
     const double step = config_.step_s;
     const double k = std::floor(local_t / step);
     const double u = (local_t - k * step) / step;
-    const double c = config_.comm_fraction * (0.8 + 0.4 * Hash01(config_.seed, static_cast<uint64_t>(k)));
+    const double c =
+        config_.comm_fraction * (0.8 + 0.4 * Hash01(config_.seed, static_cast<uint64_t>(k)));
     in.busy = true;
     in.process = true;
     in.mem_mib = gpu.model_mem_mib;
@@ -262,8 +268,12 @@ Simulator::Instant Simulator::InstantAt(int rank, double t_s) {
       break;
     case PhaseKind::kLoad: {
       const double f = std::min(1.0, tau / std::max(phase.duration_s, 1e-9));
-      in = {GpuState::kIdle, false, loaded_w + 0.02 * range, 520 + f * (gpu.model_mem_mib - 520),
-            20, true};
+      in = {GpuState::kIdle,
+            false,
+            loaded_w + 0.02 * range,
+            520 + f * (gpu.model_mem_mib - 520),
+            20,
+            true};
       // Weight copies: a short kernel now and then (util reads ~0-5 %).
       in.busy = std::fmod(tau + rank * 0.07, 1.0) < 0.02;
       break;
@@ -370,8 +380,7 @@ bool Simulator::NextTick(std::vector<GpuSample>* samples, std::vector<TruthLabel
     if (idle_for > 5) {
       clock = m.idle_sm_clock_mhz;
     } else if (idle_for > 2) {
-      clock = m.max_sm_clock_mhz -
-              (m.max_sm_clock_mhz - m.idle_sm_clock_mhz) * (idle_for - 2) / 3;
+      clock = m.max_sm_clock_mhz - (m.max_sm_clock_mhz - m.idle_sm_clock_mhz) * (idle_for - 2) / 3;
     }
     uint64_t reasons = idle_for > 5 ? 0x1 : 0x0;
     const double demand = (m.idle_w + 0.8 * (m.tdp_w - m.idle_w)) * g.compute_factor;
@@ -479,10 +488,10 @@ Result<std::vector<std::string>> WriteScenario(const ScenarioConfig& config,
     for (const auto& h : sim.host_names()) paths.push_back(options.out_dir + "/" + h + ".csv");
   }
   if (paths.size() != sim.host_names().size()) {
-    return Status::InvalidInput(fmt::format("scenario '{}' has {} hosts: give {} --out files or "
-                                            "--out-dir",
-                                            config.name, sim.host_names().size(),
-                                            sim.host_names().size()));
+    return Status::InvalidInput(
+        fmt::format("scenario '{}' has {} hosts: give {} --out files or "
+                    "--out-dir",
+                    config.name, sim.host_names().size(), sim.host_names().size()));
   }
   std::vector<std::FILE*> files;
   auto close_all = [&] {
@@ -540,8 +549,9 @@ Result<std::vector<std::string>> WriteScenario(const ScenarioConfig& config,
       for (GpuKey k : h.culprits) {
         culprits.push_back({{"host", sim.host_names()[k.host]}, {"gpu", k.gpu}});
       }
-      hangs.push_back(
-          {{"start", FormatIsoMs(h.start_ms)}, {"end", FormatIsoMs(h.end_ms)}, {"culprits", culprits}});
+      hangs.push_back({{"start", FormatIsoMs(h.start_ms)},
+                       {"end", FormatIsoMs(h.end_ms)},
+                       {"culprits", culprits}});
     }
     const double c = sim.truth_compute_seconds(), m = sim.truth_comm_seconds();
     nlohmann::json j = {{"scenario", config.name},

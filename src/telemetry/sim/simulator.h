@@ -23,23 +23,23 @@
 namespace ww::sim {
 
 enum class PhaseKind {
-  kNoProcess,       // no process on any GPU
-  kLaunch,          // processes hold a CUDA context, no kernels (launch, data prep)
-  kLoad,            // model weights move to the GPUs
-  kTrain,           // compute interleaved with collectives
-  kStarved,         // compute bursts separated by waits for the input pipeline
-  kCheckpointAll,   // every rank saves its shard (GPUs mostly idle, D2H copies)
-  kCheckpointRank0, // rank 0 saves; the other ranks spin in the next collective
-  kHangSpin,        // epoch-end imbalance: `ranks` run extra steps while the others wait, then
-                    // every rank spins forever in mismatched collectives; culprits = `ranks`
-  kHangExit,        // `ranks` exit (crash); the others spin in a collective; culprits = `ranks`
+  kNoProcess,        // no process on any GPU
+  kLaunch,           // processes hold a CUDA context, no kernels (launch, data prep)
+  kLoad,             // model weights move to the GPUs
+  kTrain,            // compute interleaved with collectives
+  kStarved,          // compute bursts separated by waits for the input pipeline
+  kCheckpointAll,    // every rank saves its shard (GPUs mostly idle, D2H copies)
+  kCheckpointRank0,  // rank 0 saves; the other ranks spin in the next collective
+  kHangSpin,         // epoch-end imbalance: `ranks` run extra steps while the others wait, then
+                     // every rank spins forever in mismatched collectives; culprits = `ranks`
+  kHangExit,         // `ranks` exit (crash); the others spin in a collective; culprits = `ranks`
 };
 
 struct Phase {
   PhaseKind kind;
   double duration_s;
-  std::vector<int> ranks;       // global ranks (host * gpus_per_host + gpu) the phase singles out
-  double lead_s = 4.0;          // kHangSpin: how long the late ranks compute before they spin
+  std::vector<int> ranks;  // global ranks (host * gpus_per_host + gpu) the phase singles out
+  double lead_s = 4.0;     // kHangSpin: how long the late ranks compute before they spin
 };
 
 struct GpuModelParams {
@@ -58,8 +58,8 @@ struct ScenarioConfig {
   int gpus_per_host = 8;
   int64_t interval_ms = 100;
   GpuModelParams model;
-  double power_cap_w = 0;        // 0: the model's TDP
-  double comm_fraction = 0.25;   // share of a training step spent in collectives
+  double power_cap_w = 0;       // 0: the model's TDP
+  double comm_fraction = 0.25;  // share of a training step spent in collectives
   double step_s = 1.5;
   uint64_t seed = 1;
   int64_t start_unix_ms = 1763465360000;  // 2025-11-18T11:29:20Z
@@ -84,8 +84,8 @@ struct TruthLabel {
 std::vector<std::string> ScenarioNames();
 
 struct ScenarioOptions {
-  std::string model;        // a known model name or match ("h100"), or "" for the default
-  int hosts = 0;            // 0: the scenario's default
+  std::string model;  // a known model name or match ("h100"), or "" for the default
+  int hosts = 0;      // 0: the scenario's default
   int gpus_per_host = 0;
   int64_t interval_ms = 100;
   double power_cap_w = 0;
@@ -133,7 +133,7 @@ class Simulator {
   std::mt19937_64 rng_;
   std::vector<double> phase_starts_s_;
   double total_s_ = 0;
-  double t_s_ = 0;         // simulated time
+  double t_s_ = 0;  // simulated time
   int64_t tick_ = 0;
   double truth_comm_s_ = 0;
   double truth_compute_s_ = 0;
