@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "gate/tokenizer/jsonl_text.h"
-#include "gate/tokenizer/tokenizer.h"
+#include "tokenizer/jsonl_text.h"
+#include "tokenizer/tokenizer.h"
 
 namespace {
 

@@ -1,6 +1,6 @@
 // `wattwatch tokenize --tokenizer FILE INPUT.jsonl`: token counts or ids of a JSON-lines corpus,
 // exactly as training will tokenize it. Parses flags and prints; the work is in
-// src/gate/tokenizer/.
+// src/tokenizer/.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -14,8 +14,8 @@
 #include "commands.h"
 #include "core/clock.h"
 #include "core/exit_codes.h"
-#include "gate/tokenizer/jsonl_text.h"
-#include "gate/tokenizer/tokenizer.h"
+#include "tokenizer/jsonl_text.h"
+#include "tokenizer/tokenizer.h"
 
 namespace ww::app {
 namespace {

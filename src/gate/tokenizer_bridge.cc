@@ -2,8 +2,8 @@
 
 #include <fmt/format.h>
 
-#if __has_include("gate/tokenizer/tokenizer.h")
-#include "gate/tokenizer/tokenizer.h"
+#if __has_include("tokenizer/tokenizer.h")
+#include "tokenizer/tokenizer.h"
 #define WW_GATE_HAS_TOKENIZER 1
 #endif
 
@@ -12,7 +12,7 @@ namespace ww::gate {
 #ifdef WW_GATE_HAS_TOKENIZER
 namespace {
 
-// Adapts the gate's TokenCounter to ww::Tokenizer (src/gate/tokenizer/). Special tokens are not
+// Adapts the gate's TokenCounter to ww::Tokenizer (src/tokenizer/). Special tokens are not
 // added: data loaders that add BOS/EOS do it per sample, and the count of those is a constant
 // the user's spec can absorb; the step replay cares about text tokens.
 class TokenizerCounter final : public TokenCounter {

@@ -1,4 +1,4 @@
-// Connects text-jsonl to the BPE tokenizer in src/gate/tokenizer/ when that library is built.
+// Connects text-jsonl to the BPE tokenizer in src/tokenizer/ when that library is built.
 // Without it, MakeTokenizerCounter returns Unavailable("... tokenizer not built"), so the gate
 // builds and runs, and text-jsonl reports itself unavailable instead of failing to compile.
 #pragma once

@@ -3,6 +3,7 @@
 // Ownership: the caller owns the source. Thread-safety: a source is used by one thread at a time.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -10,6 +11,14 @@
 #include "core/status.h"
 
 namespace ww {
+
+// How a source is doing, for the watcher's self-metrics (house rule 5). Counters are cumulative
+// since the source opened; a source that cannot tell leaves them at 0.
+struct SourceHealth {
+  uint64_t samples_stale = 0;         // GPU-samples that came back without a fresh reading
+  int64_t last_read_latency_us = -1;  // wall time of the last Next(); -1: not measured
+  int64_t last_success_unix_ms = 0;   // when a Next() last returned readings; 0: never
+};
 
 class TelemetrySource {
  public:
@@ -28,6 +37,9 @@ class TelemetrySource {
 
   // Rows or readings skipped so far, with the reasons, for "documented skip" reporting.
   virtual std::vector<std::string> warnings() const { return {}; }
+
+  // The source's own health; callers never reach through to a concrete source for it.
+  virtual SourceHealth health() const { return {}; }
 };
 
 }  // namespace ww

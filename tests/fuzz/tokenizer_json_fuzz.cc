@@ -11,8 +11,8 @@
 #include <string>
 #include <string_view>
 
-#include "gate/tokenizer/jsonl_text.h"
-#include "gate/tokenizer/tokenizer.h"
+#include "tokenizer/jsonl_text.h"
+#include "tokenizer/tokenizer.h"
 
 namespace {
 

@@ -169,7 +169,7 @@ TEST(GateCli, BadSpecOrDataExitsTwoNamingFileAndKey) {
   EXPECT_EQ(Gate(dir, "").code, 2);  // no JOB argument
 }
 
-#if !__has_include("gate/tokenizer/tokenizer.h")
+#if !__has_include("tokenizer/tokenizer.h")
 TEST(GateCli, TextJsonlWithoutTokenizerIsUnavailable) {
   TempDir dir;
   WriteFile(dir / "t.jsonl", "{\"text\": \"hello\"}\n");

@@ -4,7 +4,7 @@
 
 #include <sstream>
 
-#include "gate/tokenizer/jsonl_text.h"
+#include "tokenizer/jsonl_text.h"
 #include "tokenizer/test_util.h"
 
 namespace ww {

@@ -7,7 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "gate/tokenizer/jsonl_text.h"
+#include "tokenizer/jsonl_text.h"
 #include "tokenizer/test_util.h"
 
 namespace ww {

@@ -3,7 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "gate/tokenizer/tokenizer.h"
+#include "tokenizer/tokenizer.h"
 #include "tokenizer/test_util.h"
 
 namespace ww {

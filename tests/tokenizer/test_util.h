@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "gate/tokenizer/tokenizer.h"
+#include "tokenizer/tokenizer.h"
 
 namespace ww::testing {
 

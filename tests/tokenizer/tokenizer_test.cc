@@ -1,6 +1,6 @@
 // Unit tests of the tokenizer's parts: UTF-8 repair, the two merge loops, loading errors, and
 // concurrent use. End-to-end equality with the reference libraries is in oracle_test.cc.
-#include "gate/tokenizer/tokenizer.h"
+#include "tokenizer/tokenizer.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -9,7 +9,7 @@
 #include <random>
 #include <thread>
 
-#include "gate/tokenizer/hf_bpe.h"
+#include "tokenizer/hf_bpe.h"
 #include "tokenizer/test_util.h"
 
 namespace ww {

@@ -63,7 +63,7 @@ struct TokenIdRange {
 };
 
 // Turns text into token ids for text-jsonl. Implemented over the tokenizer in
-// src/gate/tokenizer/ when it is built (see MakeTokenizerCounter in gate/tokenizer_bridge.h).
+// src/tokenizer/ when it is built (see MakeTokenizerCounter in gate/tokenizer_bridge.h).
 class TokenCounter {
  public:
   virtual ~TokenCounter() = default;

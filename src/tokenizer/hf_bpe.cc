@@ -1,4 +1,4 @@
-#include "gate/tokenizer/hf_bpe.h"
+#include "tokenizer/hf_bpe.h"
 
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <fmt/format.h>
@@ -12,7 +12,7 @@
 #include <nlohmann/json.hpp>
 #include <queue>
 
-#include "gate/tokenizer/utf8.h"
+#include "tokenizer/utf8.h"
 
 namespace ww {
 

@@ -1,9 +1,9 @@
-#include "gate/tokenizer/sentencepiece_backend.h"
+#include "tokenizer/sentencepiece_backend.h"
 
 #include <fmt/format.h>
 #include <sentencepiece_processor.h>
 
-#include "gate/tokenizer/utf8.h"
+#include "tokenizer/utf8.h"
 
 namespace ww {
 namespace {

@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "core/status.h"
-#include "gate/tokenizer/tokenizer.h"
+#include "tokenizer/tokenizer.h"
 
 namespace ww {
 

@@ -8,7 +8,7 @@
 #include <string_view>
 
 #include "core/status.h"
-#include "gate/tokenizer/tokenizer.h"
+#include "tokenizer/tokenizer.h"
 
 namespace ww {
 

@@ -1,12 +1,12 @@
 // Load() dispatch between the two back ends, and the UTF-8 repair both use.
-#include "gate/tokenizer/tokenizer.h"
+#include "tokenizer/tokenizer.h"
 
 #include <fstream>
 #include <sstream>
 
-#include "gate/tokenizer/hf_bpe.h"
-#include "gate/tokenizer/sentencepiece_backend.h"
-#include "gate/tokenizer/utf8.h"
+#include "tokenizer/hf_bpe.h"
+#include "tokenizer/sentencepiece_backend.h"
+#include "tokenizer/utf8.h"
 
 namespace ww {
 

@@ -1,4 +1,4 @@
-#include "gate/tokenizer/utf8.h"
+#include "tokenizer/utf8.h"
 
 namespace ww::utf8 {
 namespace {

@@ -29,8 +29,8 @@
 #include <vector>
 
 #include "core/status.h"
-#include "gate/tokenizer/piece_cache.h"
-#include "gate/tokenizer/tokenizer.h"
+#include "tokenizer/piece_cache.h"
+#include "tokenizer/tokenizer.h"
 
 namespace ww {
 

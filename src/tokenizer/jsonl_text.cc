@@ -1,4 +1,4 @@
-#include "gate/tokenizer/jsonl_text.h"
+#include "tokenizer/jsonl_text.h"
 
 #include <fmt/format.h>
 
@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
-#include "gate/tokenizer/utf8.h"
+#include "tokenizer/utf8.h"
 
 namespace ww {
 namespace {
