@@ -4,7 +4,7 @@
 set -euo pipefail
 
 PKGS=(
-  build-essential cmake ninja-build pkg-config
+  build-essential cmake ninja-build pkg-config ccache
   libcli11-dev nlohmann-json3-dev libfmt-dev libspdlog-dev libyaml-cpp-dev
   libcpp-httplib-dev libgtest-dev libgmock-dev libbenchmark-dev
   libpcre2-dev libzstd-dev zlib1g-dev libutf8proc-dev libsentencepiece-dev sentencepiece nodejs
