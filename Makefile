@@ -3,21 +3,23 @@
 SHELL := /bin/bash
 JOBS ?= $(shell nproc)
 RELEASE := build/release
+BENCH := build/bench
 ASAN := build/asan
 DEMO := out/demo
 
-.PHONY: all deps build run test asan bench fuzz clean format
+.PHONY: all deps build run test asan bench fuzz clean format format-check tidy
 
 all: build
 
 deps:
 	@./scripts/install-deps.sh
 
+# The release build is the binary alone: no tests, no benchmarks (`make run` needs nothing else).
 $(RELEASE)/build.ninja:
-	cmake -S . -B $(RELEASE) -G Ninja -DCMAKE_BUILD_TYPE=Release -DWATTWATCH_BENCH=ON
+	cmake -S . -B $(RELEASE) -G Ninja -DCMAKE_BUILD_TYPE=Release -DWATTWATCH_TESTS=OFF -DWATTWATCH_BENCH=OFF
 
 build: deps $(RELEASE)/build.ninja
-	cmake --build $(RELEASE) -j $(JOBS)
+	cmake --build $(RELEASE) -j $(JOBS) --target wattwatch
 
 # The field report's job: 16 GPUs on 2 hosts, training, a rank-0 checkpoint, then an epoch-end
 # NCCL hang. Simulate it, then triage it as a user would.
@@ -38,8 +40,12 @@ test: asan
 	cd $(ASAN) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	  ctest --output-on-failure -j $(JOBS)
 
-bench: build
-	./bench/run_all.sh $(RELEASE)
+$(BENCH)/build.ninja:
+	cmake -S . -B $(BENCH) -G Ninja -DCMAKE_BUILD_TYPE=Release -DWATTWATCH_TESTS=OFF -DWATTWATCH_BENCH=ON
+
+bench: deps $(BENCH)/build.ninja
+	cmake --build $(BENCH) -j $(JOBS)
+	./bench/run_all.sh $(BENCH)
 
 fuzz: deps
 	cmake -S . -B build/fuzz -G Ninja -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
@@ -48,6 +54,15 @@ fuzz: deps
 
 format:
 	clang-format -i $$(git ls-files '*.cc' '*.h')
+
+# Fails when a tracked C++ file is not clang-formatted (run by .ci/run before the tests).
+format-check:
+	clang-format --dry-run --Werror $$(git ls-files '*.cc' '*.h')
+
+# clang-tidy over the library and the app with .clang-tidy's checks (needs a configured build
+# for compile_commands.json).
+tidy: $(ASAN)/build.ninja
+	run-clang-tidy -quiet -p $(ASAN) -j $(JOBS) "$$(pwd)/(src|apps)/.*\.cc$$"
 
 clean:
 	rm -rf build out
