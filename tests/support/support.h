@@ -28,12 +28,12 @@ inline bool InCi() {
 }
 
 // A shared real file: present in CI (a missing one FAILs there), skipped locally without it.
-#define WW_REQUIRE_SHARED_FILE(path)                                                  \
-  do {                                                                                \
-    if (!std::filesystem::exists(path)) {                                             \
-      if (::ww::testing::InCi()) FAIL() << "shared file missing in CI: " << (path);   \
-      GTEST_SKIP() << "shared file not present: " << (path);                          \
-    }                                                                                 \
+#define WW_REQUIRE_SHARED_FILE(path)                                                \
+  do {                                                                              \
+    if (!std::filesystem::exists(path)) {                                           \
+      if (::ww::testing::InCi()) FAIL() << "shared file missing in CI: " << (path); \
+      GTEST_SKIP() << "shared file not present: " << (path);                        \
+    }                                                                               \
   } while (0)
 
 inline std::string ReadFile(const std::string& path) {
