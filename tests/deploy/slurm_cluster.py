@@ -23,8 +23,8 @@ process (this file with --guard) does the same marker sweep if the test itself i
       subprocess.run(["sbatch", ...], env=cluster.env())
 
 Standard library only. Run as root (SlurmUser=root, jobs run as the submitting user).
-Usage as a script: slurm_cluster.py [--conf LINE]... [--hold] [--keep]  (starts a cluster, prints the
-environment to use it, and stops it on Ctrl-C).
+Usage as a script: slurm_cluster.py [--conf LINE]... [--hold] [--keep]: starts a cluster,
+prints the environment to use it, and (with --hold) stops it on Ctrl-C.
 """
 
 import atexit
@@ -118,8 +118,8 @@ def sweep(value, grace_s=3.0):
   return described
 
 
-def guard(parent_pid, value, root):
-  """The guardian: waits until the test process is gone, then sweeps and removes the directory."""
+def guard(parent_pid, value, dirs):
+  """The guardian: waits until the test process is gone, then sweeps and removes the dirs."""
   while True:
     try:
       os.kill(parent_pid, 0)
@@ -129,24 +129,28 @@ def guard(parent_pid, value, root):
   left = sweep(value)
   if left:
     print(f"slurm_cluster guardian: killed what the test left: {left}", file=sys.stderr)
-  shutil.rmtree(root, ignore_errors=True)
+  for d in dirs:
+    shutil.rmtree(d, ignore_errors=True)
 
 
 class SlurmCluster:
   """One controller and one compute node (this machine's short hostname) on 127.0.0.1.
 
+  guard_dirs: more directories for the guardian to remove if the test is killed.
   extra_conf: more slurm.conf lines (e.g. "RequeueExit=3"). cred_expire_s: Slurm's credential
   lifetime, which is also how long a requeued job waits before it starts again (default 120 s;
   tests use 10). node_cpus/node_gpus: what the node claims to have (SlurmdParameters=
   config_overrides lets it claim more than the machine has; the GPUs are count-only GRES).
   """
 
-  def __init__(self, extra_conf=(), cred_expire_s=10, node_cpus=64, node_gpus=8, keep=False):
+  def __init__(self, extra_conf=(), cred_expire_s=10, node_cpus=64, node_gpus=8, keep=False,
+               guard_dirs=()):
     self.extra_conf = list(extra_conf)
     self.cred_expire_s = cred_expire_s
     self.node_cpus = node_cpus
     self.node_gpus = node_gpus
     self.keep = keep
+    self.guard_dirs = list(guard_dirs)  # also removed by the guardian if the test is killed
     self.root = None
     self.node = socket.gethostname().split(".")[0]
     self._daemons = {}  # name -> Popen
@@ -180,7 +184,8 @@ class SlurmCluster:
       self._old_handlers[sig] = signal.signal(sig, self._on_signal)
     self._guardian = subprocess.Popen(
         [sys.executable, os.path.abspath(__file__), "--guard",
-         str(os.getpid()), self.root], start_new_session=True, stdin=subprocess.DEVNULL)
+         str(os.getpid()), self.root, *self.guard_dirs],
+        start_new_session=True, stdin=subprocess.DEVNULL)
     try:
       self._write_config()
       self._start_munged()
@@ -268,7 +273,8 @@ class SlurmCluster:
     for i in range(self.node_gpus):
       open(self.path("dev", f"nvidia{i}"), "w").close()
     with open(self.path("gres.conf"), "w") as f:
-      f.write(f"NodeName={self.node} Name=gpu File={self.path('dev')}/nvidia[0-{self.node_gpus - 1}]\n")
+      files = f"{self.path('dev')}/nvidia[0-{self.node_gpus - 1}]"
+      f.write(f"NodeName={self.node} Name=gpu File={files}\n")
 
   def _spawn(self, name, argv):
     logf = open(self.path("log", f"{name}.stdio"), "wb")
@@ -399,8 +405,8 @@ class SlurmCluster:
 
 
 def main(argv):
-  if len(argv) == 4 and argv[1] == "--guard":
-    guard(int(argv[2]), argv[3], argv[3])
+  if len(argv) >= 4 and argv[1] == "--guard":  # --guard PID CLUSTER_DIR [DIR...]
+    guard(int(argv[2]), argv[3], argv[3:])
     return 0
   extra = [argv[i + 1] for i, a in enumerate(argv[:-1]) if a == "--conf"]
   with SlurmCluster(extra_conf=extra, keep="--keep" in argv) as c:

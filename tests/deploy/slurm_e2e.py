@@ -115,13 +115,15 @@ class Job:
       script = f.read()
     standin = (f"{sys.executable} {HERE}/slurm_train_standin.py --started-dir {self.submit} "
                + ("--steps 12 --step-s 0.1 --hang" if hang else "--steps 30 --step-s 0.1"))
-    script = substitute_once(
-        script, "-- torchrun --nnodes \"$SLURM_NNODES\" --nproc-per-node 8 \\\n"
-        "       --rdzv-backend c10d --rdzv-endpoint \"$HEAD_NODE:29500\" --rdzv-id \"$SLURM_JOB_ID\" \\\n"
-        "       train.py --config config.yaml'", f"-- {standin}'", "the torchrun command")
+    torchrun = ('-- torchrun --nnodes "$SLURM_NNODES" --nproc-per-node 8 \\\n'
+                '       --rdzv-backend c10d --rdzv-endpoint "$HEAD_NODE:29500" '
+                '--rdzv-id "$SLURM_JOB_ID" \\\n'
+                "       train.py --config config.yaml'")
+    script = substitute_once(script, torchrun, f"-- {standin}'", "the torchrun command")
     if trace:
-      script = substitute_once(script, 'exec "$WATTWATCH" run \\\n',
-                               f'exec "$WATTWATCH" run --source replay:{trace} --speed {SPEED} \\\n',
+      run = 'exec "$WATTWATCH" run'
+      script = substitute_once(script, f"{run} \\\n",
+                               f"{run} --source replay:{trace} --speed {SPEED} \\\n",
                                "the `wattwatch run` line")
     script = substitute_once(script, "--listen 0.0.0.0:9401", "--listen 127.0.0.1:0",
                              "the --listen address")
@@ -191,8 +193,9 @@ class Cluster:
   """slurm_cluster.SlurmCluster that fails the scenario when stopping it had to kill anything
   (a slurmstepd or a job task outliving the daemons), or when a process of it survives."""
 
-  def __init__(self, extra_conf=()):
-    self.cluster = slurm_cluster.SlurmCluster(extra_conf=extra_conf)
+  def __init__(self, work, extra_conf=()):
+    # The guardian also removes the scenario's work directory if this script is killed.
+    self.cluster = slurm_cluster.SlurmCluster(extra_conf=extra_conf, guard_dirs=[work])
 
   def __enter__(self):
     self.cluster.start()
@@ -206,7 +209,8 @@ class Cluster:
       check(not self.cluster.leftovers,
             f"processes outlived the cluster's daemons: {self.cluster.leftovers}")
       left = slurm_cluster.processes_with_marker(root)
-      check(not left, f"processes of the cluster still alive: {[slurm_cluster.describe(p) for p in left]}")
+      check(not left,
+            f"processes of the cluster alive: {[slurm_cluster.describe(p) for p in left]}")
       check(not os.path.exists(root), f"{root} not removed")
     return False
 
@@ -222,14 +226,14 @@ def expect_gate_report(job, exit_code):
 
 
 def scenario_gate_fail(args, work):
-  with Cluster() as cluster:
+  with Cluster(work) as cluster:
     trace, _ = simulate(args, work, "healthy")
     job = Job(args, cluster, work, trace=trace, hang=False, spec_passes=False)
     job.sbatch()
     info = job.wait_final(60)
     out = job.output()
     check(info["JobState"] == "FAILED" and info["ExitCode"] == "1:0",
-          f"want FAILED 1:0 (the gate's exit code), got {info['JobState']} {info['ExitCode']}\n{out}")
+          f"want FAILED 1:0 (the gate's code), got {info['JobState']} {info['ExitCode']}\n{out}")
     check(info["Restarts"] == "0", f"a refused job must not be requeued: {info['Restarts']}")
     check(job.started() == [], f"the training command started: {job.started()}\n{out}")
     path, ev = job.events()
@@ -247,7 +251,7 @@ def scenario_taskprolog(args, work):
   prolog = os.path.join(work, "site", "prolog.sh")
   subprocess.run(["install", "-D", "-m", "0755", os.path.join(args.deploy, "slurm", "prolog.sh"),
                   prolog], check=True)
-  with Cluster(extra_conf=[f"TaskProlog={prolog}"]) as cluster:
+  with Cluster(work, extra_conf=[f"TaskProlog={prolog}"]) as cluster:
     trace, _ = simulate(args, work, "healthy")
     job = Job(args, cluster, work, trace=trace, hang=False, spec_passes=False)
     job.env["WATTWATCH_JOB_SPEC"] = os.path.join(job.submit, "job.yaml")
@@ -265,7 +269,7 @@ def scenario_taskprolog(args, work):
 
 
 def hang_scenario(args, work, extra_conf, site_requeue):
-  with Cluster(extra_conf=extra_conf) as cluster:
+  with Cluster(work, extra_conf=extra_conf) as cluster:
     trace, truth = simulate(args, work, "hang-exit")
     episodes = truth["hang_episodes"]
     check(len(episodes) == 1, f"trace truth: want one hang episode, got {episodes}")
@@ -275,7 +279,7 @@ def hang_scenario(args, work, extra_conf, site_requeue):
     info = job.wait_final(180)
     out = job.output()
     check(info["JobState"] == "FAILED" and info["ExitCode"] == "4:0",
-          f"want FAILED 4:0 after the second hang, got {info['JobState']} {info['ExitCode']}\n{out}")
+          f"want FAILED 4:0 after a second hang, got {info['JobState']} {info['ExitCode']}\n{out}")
     check(info["Restarts"] == "1", f"want exactly one requeue, got {info['Restarts']}\n{out}")
     check(job.started() == [f"standin-{job.id}-0.started", f"standin-{job.id}-1.started"],
           f"the stand-in must have started twice (restart 0 and 1): {job.started()}")
@@ -318,7 +322,7 @@ def scenario_requeue_exit(args, work):
 
 
 def scenario_healthy(args, work):
-  with Cluster() as cluster:
+  with Cluster(work) as cluster:
     trace, _ = simulate(args, work, "healthy")
     job = Job(args, cluster, work, trace=trace, hang=False, spec_passes=True)
     job.sbatch()
@@ -365,22 +369,21 @@ def main():
   if os.geteuid() != 0:
     print(("FAIL in CI: " if ci else "SKIP: ") + "must run as root", flush=True)
     return 1 if ci else SKIP
-  work = tempfile.mkdtemp(prefix="wwslurm-e2e-")
   t0 = time.monotonic()
-  try:
-    for name in args.scenarios:
-      t = time.monotonic()
-      os.makedirs(os.path.join(work, name))
-      SCENARIOS[name](args, os.path.join(work, name))
-      log(f"{name}: passed in {time.monotonic() - t:.1f} s")
-  except (Failure, slurm_cluster.ClusterError, subprocess.CalledProcessError) as e:
-    print(f"FAIL: {e}", flush=True)
-    return 1
-  finally:
-    if args.keep:
-      log(f"kept {work}")
-    else:
-      shutil.rmtree(work, ignore_errors=True)
+  for name in args.scenarios:
+    t = time.monotonic()
+    work = tempfile.mkdtemp(prefix=f"wwslurm-e2e-{name}-")
+    try:
+      SCENARIOS[name](args, work)
+    except (Failure, slurm_cluster.ClusterError, subprocess.CalledProcessError) as e:
+      print(f"FAIL: {name}: {e}", flush=True)
+      return 1
+    finally:
+      if args.keep:
+        log(f"kept {work}")
+      else:
+        shutil.rmtree(work, ignore_errors=True)
+    log(f"{name}: passed in {time.monotonic() - t:.1f} s")
   log(f"all passed in {time.monotonic() - t0:.1f} s")
   return 0
 
