@@ -139,11 +139,11 @@ class SlurmCluster:
   guard_dirs: more directories for the guardian to remove if the test is killed.
   extra_conf: more slurm.conf lines (e.g. "RequeueExit=3"). cred_expire_s: Slurm's credential
   lifetime, which is also how long a requeued job waits before it starts again (default 120 s;
-  tests use 10). node_cpus/node_gpus: what the node claims to have (SlurmdParameters=
+  tests use 5). node_cpus/node_gpus: what the node claims to have (SlurmdParameters=
   config_overrides lets it claim more than the machine has; the GPUs are count-only GRES).
   """
 
-  def __init__(self, extra_conf=(), cred_expire_s=10, node_cpus=64, node_gpus=8, keep=False,
+  def __init__(self, extra_conf=(), cred_expire_s=5, node_cpus=64, node_gpus=8, keep=False,
                guard_dirs=()):
     self.extra_conf = list(extra_conf)
     self.cred_expire_s = cred_expire_s
