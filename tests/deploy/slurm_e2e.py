@@ -135,7 +135,10 @@ class Job:
 
   def sbatch(self, *extra):
     argv = ["sbatch", "--parsable", "--nodes=1", *extra, "train.sbatch"]
-    log(f"(cd {self.submit} && {' '.join(argv)})")
+    shown = ("SLURM_CONF", "WW_SLURM_CLUSTER", "TMPDIR", "WATTWATCH", "WATTWATCH_PROLOG",
+             "WATTWATCH_JOB_SPEC")
+    assigned = " ".join(f"{k}={self.env[k]}" for k in shown if k in self.env)
+    log(f"(cd {self.submit} && {assigned} {' '.join(argv)})")
     r = self.cluster.run(argv, cwd=self.submit, env=self.env)
     self.id = r.stdout.strip().split(";")[0]
     self.submitted = time.monotonic()
