@@ -10,6 +10,7 @@ PKGS=(
   libpcre2-dev libzstd-dev zlib1g-dev libutf8proc-dev libsentencepiece-dev sentencepiece nodejs
   clang libclang-rt-14-dev clang-format clang-tidy
   prometheus wrk python3 python3-pandas chromium tmux
+  slurm-wlm munge python3-torch
 )
 
 missing=()

@@ -172,6 +172,22 @@ uint64_t CountBins(Packing packing, const uint32_t* lengths, size_t n, uint32_t 
   return n;
 }
 
+std::vector<uint64_t> RankUnits(uint64_t units, uint32_t data_parallel, uint32_t rank,
+                                Sharding sharding, bool drop_last) {
+  std::vector<uint64_t> out;
+  if (sharding == Sharding::kByFile || units == 0 || data_parallel == 0 || rank >= data_parallel) {
+    return out;
+  }
+  const uint64_t count = DivRound(units, data_parallel, drop_last);
+  out.reserve(count);
+  for (uint64_t k = 0; k < count; ++k) {
+    const uint64_t unit =
+        sharding == Sharding::kStrided ? k * data_parallel + rank : uint64_t{rank} * count + k;
+    out.push_back(unit % units);  // wraps only when padding without drop_last
+  }
+  return out;
+}
+
 Result<StepPlan> PlanSteps(const CorpusLengths& corpus, const BatchingConfig& c) {
   if (c.data_parallel == 0 || c.micro_batch_size == 0 || c.grad_accum == 0 || c.seq_len == 0) {
     return Status::InvalidInput(
@@ -221,14 +237,10 @@ Result<StepPlan> PlanSteps(const CorpusLengths& corpus, const BatchingConfig& c)
           mine.insert(mine.end(), lengths.begin() + static_cast<ptrdiff_t>(begin),
                       lengths.begin() + static_cast<ptrdiff_t>(end));
         }
-      } else if (n > 0) {
-        const uint64_t count = per_rank(n);
-        mine.reserve(count);
-        for (uint64_t k = 0; k < count; ++k) {
-          const uint64_t unit =
-              c.sharding == Sharding::kStrided ? k * dp + rank : uint64_t{rank} * count + k;
-          mine.push_back(lengths[unit % n]);  // wraps only when padding without drop_last
-        }
+      } else {
+        const std::vector<uint64_t> units = RankUnits(n, dp, rank, c.sharding, c.drop_last);
+        mine.reserve(units.size());
+        for (uint64_t unit : units) mine.push_back(lengths[unit]);
       }
       RankPlan& r = plan.ranks[rank];
       r.samples = mine.size();

@@ -84,6 +84,15 @@ uint64_t CountBinsFirstFit(const uint32_t* lengths, size_t n, uint32_t seq_len);
 uint64_t CountBinsBestFitDecreasing(const uint32_t* lengths, size_t n, uint32_t seq_len);
 uint64_t CountBins(Packing packing, const uint32_t* lengths, size_t n, uint32_t seq_len);
 
+// The units (sample indices, or packed-sequence indices with global packing) that data-parallel
+// rank `rank` of `data_parallel` reads per epoch, in order, under strided or contiguous sharding
+// of `units` units: per-rank counts as described above, indices >= units wrapped around (only
+// without drop_last). For strided this is torch.utils.data.DistributedSampler(num_replicas=
+// data_parallel, rank=rank, shuffle=False, drop_last=drop_last)'s list (tests/gate/
+// distributed_sampler_test.cc compares them). Empty for by_file, which deals files, not units.
+std::vector<uint64_t> RankUnits(uint64_t units, uint32_t data_parallel, uint32_t rank,
+                                Sharding sharding, bool drop_last);
+
 // InvalidInput for configurations that make no sense (zero sizes, by_file with global packing).
 Result<StepPlan> PlanSteps(const CorpusLengths& corpus, const BatchingConfig& config);
 
