@@ -136,9 +136,8 @@ bool ChildProcess::GroupRunning() const {
   bool running = false;
   while (dirent* e = ::readdir(dir)) {
     if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
-    char path[64];
-    std::snprintf(path, sizeof path, "/proc/%s/stat", e->d_name);
-    const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+    const std::string path = std::string("/proc/") + e->d_name + "/stat";
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) continue;
     char buf[512];
     const ssize_t n = ::read(fd, buf, sizeof buf - 1);

@@ -52,13 +52,13 @@ class ScriptedJob final : public KillTarget {
   mutable bool killed_ = false;
 };
 
-struct Run {
+struct SequenceRun {
   KillOutcome outcome;
   std::vector<nlohmann::json> events;
 };
 
-Run RunSequence(KillTarget* job, ManualClock* clock, const KillOptions& options) {
-  Run r;
+SequenceRun RunSequence(KillTarget* job, ManualClock* clock, const KillOptions& options) {
+  SequenceRun r;
   std::atomic<bool> stop{false};
   KillSequence k(job, clock, options, [&r](nlohmann::json e) { r.events.push_back(std::move(e)); });
   r.outcome = k.Run(&stop);
@@ -72,7 +72,7 @@ TEST(KillSequence, JobIgnoringSigtermGetsSigkillExactlyAfterTheGrace) {
   KillOptions o;
   o.kill_grace_s = 30;
   const auto real_start = std::chrono::steady_clock::now();
-  const Run r = RunSequence(&job, &clock, o);
+  const SequenceRun r = RunSequence(&job, &clock, o);
   EXPECT_EQ(r.outcome, KillOutcome::kSigkilled);
   ASSERT_EQ(job.sent().size(), 2u);
   EXPECT_EQ(job.sent()[0].sig, SIGTERM);
@@ -94,7 +94,7 @@ TEST(KillSequence, JobExitingWithinTheGraceGetsNoSigkill) {
     ScriptedJob job(&clock, exit_s);
     KillOptions o;
     o.kill_grace_s = 30;
-    const Run r = RunSequence(&job, &clock, o);
+    const SequenceRun r = RunSequence(&job, &clock, o);
     EXPECT_EQ(r.outcome, KillOutcome::kExitedAfterTerm);
     ASSERT_EQ(job.sent().size(), 1u);
     EXPECT_EQ(job.sent()[0].sig, SIGTERM);
@@ -113,7 +113,7 @@ TEST(KillSequence, DiagnosticSignalFirstThenTheGraceCountsFromSigterm) {
   o.kill_grace_s = 10;
   o.diag_signal = SIGUSR1;
   o.diag_signal_wait_s = 2;
-  const Run r = RunSequence(&job, &clock, o);
+  const SequenceRun r = RunSequence(&job, &clock, o);
   EXPECT_EQ(r.outcome, KillOutcome::kSigkilled);
   ASSERT_EQ(job.sent().size(), 3u);
   EXPECT_EQ(job.sent()[0].sig, SIGUSR1);
@@ -143,7 +143,7 @@ TEST(KillSequence, JobGoneDuringDiagnosticsIsNotSignalledAgain) {
   } job_dies(&job);
   KillOptions o;
   o.diag_signal = SIGUSR1;
-  const Run r = RunSequence(&job_dies, &clock, o);
+  const SequenceRun r = RunSequence(&job_dies, &clock, o);
   EXPECT_EQ(r.outcome, KillOutcome::kExitedBeforeTerm);
   ASSERT_EQ(job.sent().size(), 1u);
   EXPECT_EQ(job.sent()[0].sig, SIGUSR1);
@@ -180,7 +180,7 @@ TEST(KillSequence, RealJobIgnoringSigtermIsKilledAsAGroup) {
   Recording target(&job, &clock);
   KillOptions o;
   o.kill_grace_s = 45;
-  const Run r = RunSequence(&target, &clock, o);
+  const SequenceRun r = RunSequence(&target, &clock, o);
   EXPECT_EQ(r.outcome, KillOutcome::kSigkilled);
   ASSERT_EQ(target.sent.size(), 2u);
   EXPECT_EQ(target.sent[0].sig, SIGTERM);
