@@ -285,15 +285,17 @@ TEST_F(WatchCliTest, RunAsPidOneReapsOrphans) {
     GTEST_SKIP() << "no user+PID namespaces here";
   }
   // The job orphans a short sleep (its parent shell exits at once), waits for it to end, then
-  // exits with the number of zombies in the namespace.
-  const std::string job =
-      "sh -c 'sleep 0.2 &'; sleep 1.5; "
-      "n=$(grep -l '^State:.*Z' /proc/[0-9]*/status 2>/dev/null | wc -l); exit $n";
+  // exits with the number of zombies in the namespace. A script file: no outer shell expands it.
+  const std::string job = (dir_ / "job.sh").string();
+  ww::testing::WriteFile(job,
+                         "sh -c 'sleep 0.2 &'\nsleep 1.5\n"
+                         "n=$(grep -l '^State:.*Z' /proc/[0-9]*/status 2>/dev/null | wc -l)\n"
+                         "exit $n\n");
   const auto r =
       ww::testing::RunCapture("unshare -Urpf --mount-proc " + ww::testing::WattwatchBinary() +
                               " run --source sim:healthy --speed 1 --listen none "
-                              "--log-level error -- sh -c \"" +
-                              job + "\"");
+                              "--log-level error -- sh " +
+                              job);
   EXPECT_EQ(r.exit_code, 0) << "zombies left in the namespace: " << r.exit_code << "\n" << r.output;
 }
 
