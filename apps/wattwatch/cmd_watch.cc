@@ -173,9 +173,10 @@ the port in use; 3 with --fail-on-hang when a hang was confirmed.)",
   run->footer(std::string("Sources:\n") + SourceSpecHelp() +
               fmt::format(R"(
 The command runs in its own process group with this process's environment and stdio. SIGINT,
-SIGTERM and SIGHUP are forwarded to its whole process group. Killing wattwatch (even with SIGKILL) leaves the job running. The
-job's process tree is always watched: storage writes growing mean a checkpoint; nothing moving
-for --confirm-proc-s ({} s) while the GPUs spin confirms a hang.
+SIGTERM and SIGHUP are forwarded to its whole process group; what outlives the command after that
+gets SIGKILL after --kill-grace-s. Killing wattwatch (even with SIGKILL) leaves the job running.
+The job's process tree is always watched: storage writes growing mean a checkpoint; nothing
+moving for --confirm-proc-s ({} s) while the GPUs spin confirms a hang.
 
 Examples:
   wattwatch run --events /var/log/wattwatch/$SLURM_JOB_ID.jsonl -- torchrun --nproc-per-node 8 train.py
