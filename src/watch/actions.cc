@@ -68,7 +68,8 @@ Result<int> RunCommand(const std::vector<std::string>& argv,
                        const std::vector<std::string>& extra_env, double timeout_s,
                        const std::string& output_path) {
   SpawnOptions options;
-  options.own_process_group = false;
+  // Its own group, so a timeout kills what it started too (a hook script's curl, a sleep).
+  options.own_process_group = true;
   options.extra_env = extra_env;
   options.output_path = output_path;
   options.stdin_null = true;
@@ -79,7 +80,7 @@ Result<int> RunCommand(const std::vector<std::string>& argv,
   for (;;) {
     if (auto rc = (*child)->Poll()) return *rc;
     if (std::chrono::steady_clock::now() >= deadline) {
-      (*child)->Signal(SIGKILL);
+      (*child)->SignalGroup(SIGKILL);
       while (!(*child)->Poll()) std::this_thread::sleep_for(std::chrono::milliseconds(5));
       return Status::DeadlineExceeded(
           fmt::format("'{}' did not finish within {:.0f} s; killed", argv[0], timeout_s));

@@ -56,10 +56,12 @@ class ActionRunner {
   std::thread thread_;
 };
 
-// Runs argv (PATH lookup, no shell) with extra environment variables, waits at
-// most timeout_s (then SIGKILL), and returns the exit code (128+signal when
-// killed), or an error Status when it could not start. stdout/stderr go to
-// `output_path` when non-empty, else are inherited.
+// Runs argv (PATH lookup, no shell) with extra environment variables, in a
+// process group of its own, waits at most timeout_s (then SIGKILL to the whole
+// group: what the command started dies with it), and returns the exit code
+// (128+signal when killed), or an error Status when it could not start or timed
+// out. stdin is /dev/null; stdout/stderr go to `output_path` when non-empty,
+// else are inherited.
 Result<int> RunCommand(const std::vector<std::string>& argv,
                        const std::vector<std::string>& extra_env, double timeout_s,
                        const std::string& output_path = "");

@@ -1,5 +1,6 @@
 #include "watch/child.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <signal.h>
@@ -9,11 +10,38 @@
 
 #include <cerrno>
 #include <charconv>
+#include <cstdio>
 #include <cstring>
+#include <mutex>
+#include <set>
 
 extern char** environ;
 
 namespace ww::watch {
+namespace {
+
+// The pids that ChildProcess objects own and will reap themselves. The orphan reaper (PID 1 only)
+// must never take one of their exit codes; spawning registers under the same lock, so a child that
+// exits at once is never mistaken for an orphan.
+std::mutex g_owned_mu;
+std::set<pid_t> g_owned_pids;
+
+}  // namespace
+
+int ReapOrphans() {
+  if (::getpid() != 1) return 0;
+  std::lock_guard<std::mutex> lock(g_owned_mu);
+  int reaped = 0;
+  for (;;) {
+    siginfo_t info{};
+    // Peek (WNOWAIT) so an owned child's status stays for its owner.
+    if (::waitid(P_ALL, 0, &info, WEXITED | WNOHANG | WNOWAIT) != 0 || info.si_pid == 0) break;
+    if (g_owned_pids.count(info.si_pid) != 0) break;  // its owner reaps it on its next Poll
+    ::waitpid(info.si_pid, nullptr, WNOHANG);
+    ++reaped;
+  }
+  return reaped;
+}
 
 Result<std::unique_ptr<ChildProcess>> ChildProcess::Spawn(const std::vector<std::string>& argv,
                                                           const SpawnOptions& options) {
@@ -55,7 +83,12 @@ Result<std::unique_ptr<ChildProcess>> ChildProcess::Spawn(const std::vector<std:
   }
   posix_spawnattr_setflags(&attr, flags);
   pid_t pid = 0;
-  const int rc = posix_spawnp(&pid, args[0], &fa, &attr, args.data(), envp);
+  int rc = 0;
+  {
+    std::lock_guard<std::mutex> lock(g_owned_mu);
+    rc = posix_spawnp(&pid, args[0], &fa, &attr, args.data(), envp);
+    if (rc == 0) g_owned_pids.insert(pid);
+  }
   posix_spawn_file_actions_destroy(&fa);
   posix_spawnattr_destroy(&attr);
   if (rc != 0) {
@@ -64,22 +97,26 @@ Result<std::unique_ptr<ChildProcess>> ChildProcess::Spawn(const std::vector<std:
   return std::unique_ptr<ChildProcess>(new ChildProcess(pid));
 }
 
-ChildProcess::~ChildProcess() = default;  // never kills: the job outlives a dying watcher
+// Never kills: the job outlives a dying watcher.
+ChildProcess::~ChildProcess() {
+  if (exit_code_) return;
+  std::lock_guard<std::mutex> lock(g_owned_mu);
+  g_owned_pids.erase(pid_);
+}
 
 std::optional<int> ChildProcess::Poll() {
-  if (exit_code_) return exit_code_;
   int status = 0;
-  const pid_t r = ::waitpid(pid_, &status, WNOHANG);
-  if (r == pid_) {
-    if (WIFEXITED(status)) {
-      exit_code_ = WEXITSTATUS(status);
-    } else if (WIFSIGNALED(status)) {
-      exit_code_ = 128 + WTERMSIG(status);
-    } else {
-      return std::nullopt;
+  if (!exit_code_ && ::waitpid(pid_, &status, WNOHANG) == pid_) {
+    {
+      std::lock_guard<std::mutex> lock(g_owned_mu);
+      g_owned_pids.erase(pid_);
     }
+    // Without WUNTRACED, waitpid reports only a child that is gone: exited or signalled.
+    exit_code_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
     exited_.store(true);
   }
+  // After our own child: its zombie would otherwise stand first in the orphan reaper's way.
+  ReapOrphans();
   return exit_code_;
 }
 
@@ -91,6 +128,36 @@ void ChildProcess::SignalGroup(int sig) const {
   // The group outlives its leader when workers linger; signal it even after the
   // leader exited.
   ::kill(-pid_, sig);
+}
+
+bool ChildProcess::GroupRunning() const {
+  DIR* dir = ::opendir("/proc");
+  if (dir == nullptr) return ::kill(-pid_, 0) == 0;
+  bool running = false;
+  while (dirent* e = ::readdir(dir)) {
+    if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
+    const std::string path = std::string("/proc/") + e->d_name + "/stat";
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) continue;
+    char buf[512];
+    const ssize_t n = ::read(fd, buf, sizeof buf - 1);
+    ::close(fd);
+    if (n <= 0) continue;
+    buf[n] = '\0';
+    // "PID (COMM) STATE PPID PGRP ...": COMM may hold spaces and parentheses; it ends at the last
+    // ')'.
+    const char* close = std::strrchr(buf, ')');
+    char state = 0;
+    int ppid = 0, pgrp = 0;
+    if (close == nullptr || std::sscanf(close + 1, " %c %d %d", &state, &ppid, &pgrp) != 3)
+      continue;
+    if (pgrp == pid_ && state != 'Z' && state != 'X') {
+      running = true;
+      break;
+    }
+  }
+  ::closedir(dir);
+  return running;
 }
 
 std::optional<int> ParseSignalName(const std::string& name) {

@@ -4,6 +4,10 @@
 // since the watcher sets no parent-death signal, a watcher killed with SIGKILL
 // leaves the job running. Ownership: owns the pid until it is reaped.
 // Thread-safety: Poll from one thread; the signal methods from any thread.
+//
+// As PID 1 (a container's entry point), orphaned processes of the job are re-parented to the
+// watcher; Poll reaps those (never a pid that a ChildProcess owns), so they do not pile up as
+// zombies.
 #pragma once
 
 #include <sys/types.h>
@@ -15,33 +19,37 @@
 #include <vector>
 
 #include "core/status.h"
+#include "watch/kill_sequence.h"
 
 namespace ww::watch {
 
 struct SpawnOptions {
-  bool own_process_group = true;       // the job (run mode); false for a hook or py-spy
+  bool own_process_group = true;       // the job, a hook, py-spy: killed as a group
   std::vector<std::string> extra_env;  // NAME=VALUE, added to the watcher's environment
   std::string output_path;             // non-empty: stdout and stderr appended there
   bool stdin_null = false;             // stdin from /dev/null instead of the watcher's
 };
 
-class ChildProcess {
+class ChildProcess final : public KillTarget {
  public:
   // Starts argv[0] (PATH lookup, no shell) with the watcher's environment and stdio, every
   // signal at its default disposition and none blocked. kInvalidInput names the command.
   static Result<std::unique_ptr<ChildProcess>> Spawn(const std::vector<std::string>& argv,
                                                      const SpawnOptions& options = {});
-  ~ChildProcess();
+  ~ChildProcess() override;
 
-  pid_t pid() const { return pid_; }
+  pid_t pid() const override { return pid_; }
   // Reaps the child if it exited: its exit code, or 128+signal when a signal
-  // ended it.
+  // ended it. As PID 1, also reaps exited orphans.
   std::optional<int> Poll();
-  bool exited() const { return exited_.load(); }
+  bool exited() const override { return exited_.load(); }
   // To the child only (what a shell does with a forwarded SIGINT/SIGTERM).
   void Signal(int sig) const;
   // To the child's whole process group.
-  void SignalGroup(int sig) const;
+  void SignalGroup(int sig) const override;
+  // Whether a process of the child's group still runs (zombies do not count), read from /proc:
+  // the group outlives its leader when what the job started lingers.
+  bool GroupRunning() const;
 
  private:
   explicit ChildProcess(pid_t pid) : pid_(pid) {}
@@ -49,6 +57,9 @@ class ChildProcess {
   std::atomic<bool> exited_{false};
   std::optional<int> exit_code_;
 };
+
+// As PID 1: reaps every exited child that no ChildProcess owns; returns how many. Otherwise 0.
+int ReapOrphans();
 
 // "TERM", "SIGTERM", "USR1", "15" -> the signal number; nullopt when unknown.
 std::optional<int> ParseSignalName(const std::string& name);

@@ -6,113 +6,25 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <chrono>
-#include <condition_variable>
-#include <cstdio>
-#include <deque>
-#include <fstream>
-#include <mutex>
 
+#include "core/stats.h"
 #include "core/timefmt.h"
 #include "export/event_log.h"
-#include "telemetry/nvml/nvml_source.h"
+#include "watch/startup_checks.h"
 
 namespace ww::watch {
 
 using nlohmann::json;
 
-// Writes events off the sampling thread: fsync per event costs milliseconds on
-// a busy disk, and the sampling schedule must not slip for it.
-struct Watcher::EventWriter {
-  explicit EventWriter(std::unique_ptr<exporter::EventLog> log) : log_(std::move(log)) {
-    thread_ = std::thread([this] { Loop(); });
-  }
-  ~EventWriter() {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      stopping_ = true;
-    }
-    cv_.notify_all();
-    thread_.join();
-  }
-  void Push(json event) {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      queue_.push_back(std::move(event));
-    }
-    cv_.notify_all();
-  }
-  void Loop() {
-    bool failing = false;
-    for (;;) {
-      json e;
-      {
-        std::unique_lock<std::mutex> lock(mu_);
-        cv_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
-        if (queue_.empty()) return;  // stopping, and everything queued is written
-        e = std::move(queue_.front());
-        queue_.pop_front();
-      }
-      Status st = log_->Append(e);
-      if (!st.ok() && !failing) spdlog::error("{}", st.message());
-      failing = !st.ok();
-    }
-  }
-  std::unique_ptr<exporter::EventLog> log_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<json> queue_;
-  bool stopping_ = false;
-  std::thread thread_;
-};
-
 namespace {
 
 constexpr size_t kLatenessRing = 200000;
 
-double Percentile(std::vector<double> v, double q) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const size_t i = std::min(v.size() - 1, static_cast<size_t>(q * static_cast<double>(v.size())));
-  return v[i];
-}
-
 }  // namespace
 
-json WatchSummary::ToJson(const std::vector<std::string>& hosts) const {
-  json j;
-  j["ticks"] = ticks;
-  j["samples"] = samples;
-  j["samples_dropped"] = samples_dropped;
-  j["tick_lateness_ms"] = {
-      {"p50", tick_lateness_p50_ms}, {"p99", tick_lateness_p99_ms}, {"max", tick_lateness_max_ms}};
-  j["hangs"] = json::array();
-  for (const auto& e : hangs) {
-    json h;
-    h["start"] = FormatIsoMs(e.start_ms);
-    h["detected_at"] = FormatIsoMs(e.detected_at_ms);
-    h["end"] = FormatIsoMs(e.end_ms);
-    h["ongoing"] = e.ongoing;
-    h["gpus"] = e.gpus.size();
-    h["wasted_gpu_hours"] = e.wasted_gpu_hours();
-    json culprits = json::array();
-    for (GpuKey k : e.culprits) {
-      culprits.push_back(fmt::format("{}:{}", k.host < hosts.size() ? hosts[k.host] : "?", k.gpu));
-    }
-    h["culprits"] = culprits;
-    h["reasons"] = e.reasons;
-    j["hangs"].push_back(h);
-  }
-  j["killed_for_hang"] = killed_for_hang;
-  if (child_exit_code) j["child_exit_code"] = *child_exit_code;
-  if (!listen_address.empty()) j["listen"] = listen_address;
-  return j;
-}
-
-Watcher::Watcher(TelemetrySource* source, nvml::NvmlSource* nvml, Clock* clock,
-                 WatchOptions options, std::vector<std::unique_ptr<ProgressProbe>> probes)
+Watcher::Watcher(TelemetrySource* source, Clock* clock, WatchOptions options,
+                 std::vector<std::unique_ptr<ProgressProbe>> probes)
     : source_(source),
-      nvml_(nvml),
       clock_(clock),
       o_(std::move(options)),
       probes_(std::move(probes)),
@@ -147,15 +59,9 @@ Status Watcher::Start() {
   if (!o_.events_path.empty()) {
     auto log = exporter::EventLog::Open(o_.events_path);
     if (!log.ok()) return log.status();
-    events_ = std::make_unique<EventWriter>(std::move(*log));
+    events_ = std::make_unique<exporter::EventWriter>(std::move(*log));
   }
-  if (!o_.actions.webhook_url.empty()) {
-    if (Status st = ValidateWebhookUrl(o_.actions.webhook_url); !st.ok()) return st;
-  }
-  if (!o_.actions.hook_argv.empty() && FindOnPath(o_.actions.hook_argv[0]).empty()) {
-    return Status::InvalidInput(
-        fmt::format("--hook '{}': not found or not executable", o_.actions.hook_argv[0]));
-  }
+  if (Status st = CheckActions(o_.actions); !st.ok()) return st;
   actions_ = std::make_unique<ActionRunner>(o_.actions, [this](const json& outcome) {
     if (outcome.contains("error")) {
       spdlog::error("{} failed: {}", outcome.value("action", "action"),
@@ -173,15 +79,7 @@ Status Watcher::Start() {
     summary_.listen_address = *addr;
     spdlog::info("serving http://{}/metrics", *addr);
     if (!o_.ready_file.empty()) {
-      const std::string tmp = o_.ready_file + ".tmp";
-      {
-        std::ofstream f(tmp);
-        f << *addr << "\n";
-        if (!f) return Status::IoError(fmt::format("--ready-file {}: cannot write", o_.ready_file));
-      }
-      if (std::rename(tmp.c_str(), o_.ready_file.c_str()) != 0) {
-        return Status::IoError(fmt::format("--ready-file {}: cannot rename", o_.ready_file));
-      }
+      if (Status st = WriteReadyFile(o_.ready_file, *addr); !st.ok()) return st;
     }
   }
   Event({{"event", "watch_started"},
@@ -206,29 +104,11 @@ void Watcher::Event(json event) {
 }
 
 std::string Watcher::GpuName(GpuKey key) const {
-  const auto& h = source_->hosts();
-  std::string host = key.host < h.size() ? h[key.host] : "?";
-  if (h.size() <= 1 && !o_.identity.host.empty()) host = o_.identity.host;
-  return fmt::format("{}:{}", host, key.gpu);
+  return WatchGpuLabel(source_->hosts(), o_.identity.host, key);
 }
 
 json Watcher::HangJson(const triage::HangEpisode& e, const char* event) const {
-  json j;
-  j["event"] = event;
-  j["since"] = FormatIsoMs(e.start_ms);
-  j["since_ms"] = e.start_ms;
-  j["detected_at"] = FormatIsoMs(e.detected_at_ms);
-  j["time_ms"] = e.end_ms;
-  json gpus = json::array(), culprits = json::array();
-  for (GpuKey k : e.gpus) gpus.push_back(GpuName(k));
-  for (GpuKey k : e.culprits) culprits.push_back(GpuName(k));
-  j["gpus"] = gpus;
-  j["culprits"] = culprits;
-  j["reasons"] = e.reasons;
-  j["wasted_gpu_hours"] = e.wasted_gpu_hours();
-  j["host"] = o_.identity.host;
-  if (!o_.identity.job_id.empty()) j["job_id"] = o_.identity.job_id;
-  return j;
+  return HangEventJson(e, event, o_.identity, [this](GpuKey k) { return GpuName(k); });
 }
 
 void Watcher::OnLabel(const triage::LabeledSample& label) {
@@ -236,37 +116,27 @@ void Watcher::OnLabel(const triage::LabeledSample& label) {
 }
 
 void Watcher::OnStateChange(GpuKey key, GpuState from, GpuState to, int64_t at_ms) {
-  auto rep = reported_state_.find(key);
-  if (rep != reported_state_.end() && rep->second == to) {
-    pending_changes_.erase(key);  // back to what was reported: nothing to tell
-    return;
-  }
-  auto it = pending_changes_.find(key);
-  if (it != pending_changes_.end()) {
-    it->second.to = to;
-    it->second.at_ms = at_ms;
-  } else {
-    pending_changes_[key] = {rep != reported_state_.end() ? rep->second : from, to, at_ms};
-  }
+  state_events_[key] = NoteStateChange(state_events_[key], from, to, at_ms);
 }
 
 void Watcher::FlushStateEvents(int64_t now_ms, bool all) {
-  const auto min_ms = static_cast<int64_t>(o_.event_min_state_s * 1000);
-  for (auto it = pending_changes_.begin(); it != pending_changes_.end();) {
-    const PendingChange& c = it->second;
-    if (all || c.to == GpuState::kHang || now_ms - c.at_ms >= min_ms) {
-      Event({{"event", "state_change"},
-             {"gpu", GpuName(it->first)},
-             {"from", StateName(c.from)},
-             {"to", StateName(c.to)},
-             {"since", FormatIsoMs(c.at_ms)},
-             {"time_ms", c.at_ms}});
-      reported_state_[it->first] = c.to;
-      it = pending_changes_.erase(it);
-    } else {
-      ++it;
-    }
+  for (auto& [key, debounce] : state_events_) {
+    const StateFlush f = FlushStateChange(debounce, now_ms, o_.event_min_state_s, all);
+    debounce = f.next;
+    if (!f.event) continue;
+    Event({{"event", "state_change"},
+           {"gpu", GpuName(key)},
+           {"from", StateName(f.event->from)},
+           {"to", StateName(f.event->to)},
+           {"since", FormatIsoMs(f.event->since_ms)},
+           {"time_ms", f.event->since_ms}});
   }
+}
+
+size_t Watcher::gpus_seen() const {
+  size_t n = 0;
+  for (const auto& [key, debounce] : state_events_) n += debounce.reported.has_value();
+  return n;
 }
 
 void Watcher::OnHangConfirmed(const triage::HangEpisode& e) {
@@ -279,7 +149,7 @@ void Watcher::OnHangConfirmed(const triage::HangEpisode& e) {
   for (const auto& r : e.reasons) spdlog::warn("  {}", r);
   Event(j);
   if (actions_) actions_->Submit(j);
-  if (o_.child) StartKill(e);
+  if (o_.child) StartKill();
 }
 
 void Watcher::OnHangEnded(const triage::HangEpisode& e) {
@@ -290,50 +160,35 @@ void Watcher::OnHangEnded(const triage::HangEpisode& e) {
   Event(j);
 }
 
-void Watcher::StartKill(const triage::HangEpisode& e) {
+void Watcher::StartKill() {
   if (killer_.joinable() || o_.child->exited()) return;
   summary_.killed_for_hang = true;
-  ChildProcess* child = o_.child;
-  killer_ = std::thread([this, child] {
-    auto wait_exit = [&](double seconds) {
-      const auto deadline = std::chrono::steady_clock::now() +
-                            std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
-      while (!child->exited() && !killer_stop_.load() &&
-             std::chrono::steady_clock::now() < deadline) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(20));
-      }
-      return child->exited();
-    };
-    const std::string pyspy = FindOnPath("py-spy");
-    if (!pyspy.empty()) {
-      spdlog::warn("diagnostics: py-spy dump of process {} and its children", child->pid());
-      auto rc = RunCommand({pyspy, "dump", "--pid", std::to_string(child->pid()), "--subprocesses"},
-                           {}, o_.diag_timeout_s, o_.diag_output);
-      json ev = {{"event", "diagnostics"}, {"tool", "py-spy"}, {"pid", child->pid()}};
-      if (rc.ok()) {
-        ev["exit_code"] = *rc;
-      } else {
-        ev["error"] = rc.status().message();
-      }
-      if (!o_.diag_output.empty()) ev["output"] = o_.diag_output;
-      Event(ev);
-    } else if (o_.diag_signal) {
-      spdlog::warn("diagnostics: py-spy not installed; sending signal {} to the job",
-                   *o_.diag_signal);
-      child->SignalGroup(*o_.diag_signal);
-      Event({{"event", "diagnostics"}, {"signal", *o_.diag_signal}, {"pid", child->pid()}});
-      wait_exit(2);
-    }
-    if (wait_exit(0)) return;
-    spdlog::warn("stopping the job: SIGTERM to process group {}", child->pid());
-    Event({{"event", "kill"}, {"signal", "SIGTERM"}, {"pgid", child->pid()}});
-    child->SignalGroup(SIGTERM);
-    if (wait_exit(o_.kill_grace_s)) return;
-    if (killer_stop_.load()) return;
-    spdlog::warn("job still running {:.0f} s after SIGTERM: SIGKILL", o_.kill_grace_s);
-    Event({{"event", "kill"}, {"signal", "SIGKILL"}, {"pgid", child->pid()}});
-    child->SignalGroup(SIGKILL);
+  KillOptions ko = o_.kill;
+  if (ko.pyspy_path.empty()) ko.pyspy_path = FindOnPath("py-spy");
+  killer_ = std::thread([this, ko] {
+    KillSequence kill(o_.child, clock_, ko, [this](json e) { Event(std::move(e)); });
+    const KillOutcome outcome = kill.Run(&killer_stop_);
+    spdlog::debug("kill sequence: {}", KillOutcomeName(outcome));
   });
+}
+
+void Watcher::StopLeftovers() {
+  const int64_t deadline_ns =
+      clock_->NowMonotonicNs() + static_cast<int64_t>(o_.kill.kill_grace_s * 1e9);
+  while (o_.child->GroupRunning()) {
+    if (clock_->NowMonotonicNs() >= deadline_ns) {
+      spdlog::warn("the job's processes outlived it by {:.0f} s: SIGKILL to process group {}",
+                   o_.kill.kill_grace_s, o_.child->pid());
+      Event({{"event", "kill"},
+             {"signal", "SIGKILL"},
+             {"pgid", o_.child->pid()},
+             {"leftovers", true}});
+      o_.child->SignalGroup(SIGKILL);
+      return;
+    }
+    o_.child->Poll();  // as PID 1, reaps them as they go
+    clock_->SleepUntilMonotonicNs(clock_->NowMonotonicNs() + 20'000'000);
+  }
 }
 
 void Watcher::PollProbes(int64_t now_ms) {
@@ -369,7 +224,7 @@ void Watcher::Tick(const std::vector<GpuSample>& batch, int64_t now_ms) {
   for (const GpuSample& s : batch) {
     if (auto st = engine_.current_state(s.key)) {
       metrics_.OnLiveState(s.key, *st);
-      reported_state_.try_emplace(s.key, *st);
+      state_events_[s.key] = NoteCurrentState(state_events_[s.key], *st);
     }
   }
   PollProbes(now_ms);
@@ -404,44 +259,20 @@ void Watcher::Tick(const std::vector<GpuSample>& batch, int64_t now_ms) {
 }
 
 json Watcher::StateJson() const {
-  json j;
-  j["host"] = o_.identity.host;
-  if (!o_.identity.job_id.empty()) j["job_id"] = o_.identity.job_id;
-  j["source"] = o_.source_label;
-  j["source_ended"] = source_done_;
-  if (last_tick_ms_ != INT64_MIN) {
-    j["time"] = FormatIsoMs(last_tick_ms_);
-    j["time_ms"] = last_tick_ms_;
+  StateView v;
+  v.identity = o_.identity;
+  v.source_label = o_.source_label;
+  v.source_ended = source_done_;
+  v.last_tick_ms = last_tick_ms_;
+  v.hang = engine_.active_hang();
+  if (const auto c = engine_.hang_candidate()) v.candidate_start_ms = c->start_ms;
+  v.decision = last_decision_;
+  for (const auto& [key, debounce] : state_events_) {
+    if (debounce.reported) v.gpus.emplace_back(key, engine_.current_state(key));
   }
-  if (const triage::HangEpisode* a = engine_.active_hang()) {
-    j["hang"] = HangJson(*a, "hang");
-    j["hang"].erase("event");
-  } else {
-    j["hang"] = nullptr;
-  }
-  if (const auto c = engine_.hang_candidate()) {
-    j["hang_candidate"] = {{"since", FormatIsoMs(c->start_ms)},
-                           {"quiet_s", last_decision_.quiet_s},
-                           {"needed_s", last_decision_.needed_s}};
-  } else {
-    j["hang_candidate"] = nullptr;
-  }
-  json gpus = json::array();
-  for (const auto& [key, state] : reported_state_) {
-    json g = {{"gpu", GpuName(key)}};
-    if (auto st = engine_.current_state(key)) g["state"] = StateName(*st);
-    gpus.push_back(g);
-  }
-  j["gpus"] = gpus;
-  json probes = json::array();
-  for (const auto& p : probe_states_) {
-    json pj = {{"kind", p.kind}, {"available", p.available}, {"detail", p.last_detail}};
-    if (p.last_moved_ms != INT64_MIN) pj["last_moved"] = FormatIsoMs(p.last_moved_ms);
-    probes.push_back(pj);
-  }
-  j["probes"] = probes;
-  j["wasted_gpu_hours"] = engine_.wasted_gpu_hours();
-  return j;
+  v.probes = probe_states_;
+  v.wasted_gpu_hours = engine_.wasted_gpu_hours();
+  return watch::StateJson(v, [this](GpuKey k) { return GpuName(k); });
 }
 
 bool Watcher::Fresh() const {
@@ -471,8 +302,9 @@ Status Watcher::Run(std::atomic<int>* pending_signal) {
     const int sig = pending_signal ? pending_signal->exchange(0) : 0;
     if (sig != 0) {
       if (o_.child && !o_.child->exited()) {
-        spdlog::info("forwarding signal {} to the job (pid {})", sig, o_.child->pid());
-        o_.child->Signal(sig);
+        spdlog::info("forwarding signal {} to the job (process group {})", sig, o_.child->pid());
+        o_.child->SignalGroup(sig);
+        forwarded_signal_ = true;
         Event({{"event", "signal_forwarded"}, {"signal", sig}});
       } else {
         spdlog::info("signal {}: stopping", sig);
@@ -526,7 +358,7 @@ Status Watcher::Run(std::atomic<int>* pending_signal) {
         // burst.
         const int64_t skipped = (now - next_ns) / interval_ns + 1;
         next_ns += skipped * interval_ns;
-        const uint64_t gpus = std::max<size_t>(1, reported_state_.size());
+        const uint64_t gpus = std::max<size_t>(1, gpus_seen());
         summary_.samples_dropped += static_cast<uint64_t>(skipped) * gpus;
         metrics_.AddDropped(static_cast<uint64_t>(skipped) * gpus);
       }
@@ -544,7 +376,7 @@ Status Watcher::Run(std::atomic<int>* pending_signal) {
       // go on.
       if (!failing_) spdlog::warn("sampling failed: {} (retrying every tick)", st.message());
       failing_ = true;
-      const uint64_t gpus = std::max<size_t>(1, reported_state_.size());
+      const uint64_t gpus = std::max<size_t>(1, gpus_seen());
       summary_.samples_dropped += gpus;
       metrics_.AddDropped(gpus);
       Publish(Fresh());
@@ -552,13 +384,10 @@ Status Watcher::Run(std::atomic<int>* pending_signal) {
     }
     if (failing_) spdlog::info("sampling works again");
     failing_ = false;
-    if (nvml_) {
-      const uint64_t stale = nvml_->stale_samples();
-      if (stale > nvml_stale_seen_) {
-        metrics_.AddDropped(stale - nvml_stale_seen_);
-        summary_.samples_dropped += stale - nvml_stale_seen_;
-      }
-      nvml_stale_seen_ = stale;
+    if (const uint64_t stale = source_->health().samples_stale; stale > stale_seen_) {
+      metrics_.AddDropped(stale - stale_seen_);
+      summary_.samples_dropped += stale - stale_seen_;
+      stale_seen_ = stale;
     }
     if (batch.empty()) {
       source_done_ = true;
@@ -603,11 +432,11 @@ Status Watcher::Run(std::atomic<int>* pending_signal) {
   // In run mode after a hang kill, wait for the job to go before reporting; but not forever: a
   // process stuck in the driver (uninterruptible sleep) may outlive even SIGKILL.
   if (o_.child && summary_.killed_for_hang && !summary_.child_exit_code) {
-    const auto give_up =
-        std::chrono::steady_clock::now() + std::chrono::milliseconds(static_cast<int64_t>(
-                                               (o_.diag_timeout_s + o_.kill_grace_s + 60) * 1000));
-    while (!o_.child->Poll() && std::chrono::steady_clock::now() < give_up) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    const int64_t give_up_ns =
+        clock_->NowMonotonicNs() +
+        static_cast<int64_t>((o_.kill.diag_timeout_s + o_.kill.kill_grace_s + 60) * 1e9);
+    while (!o_.child->Poll() && clock_->NowMonotonicNs() < give_up_ns) {
+      clock_->SleepUntilMonotonicNs(clock_->NowMonotonicNs() + 20'000'000);
     }
     summary_.child_exit_code = o_.child->Poll();
     if (!summary_.child_exit_code) {
@@ -617,10 +446,11 @@ Status Watcher::Run(std::atomic<int>* pending_signal) {
           o_.child->pid());
     }
   }
+  if (o_.child && forwarded_signal_ && summary_.child_exit_code) StopLeftovers();
   summary_.hangs = engine_.hang_episodes();
-  summary_.tick_lateness_p50_ms = Percentile(lateness_ms_, 0.50);
-  summary_.tick_lateness_p99_ms = Percentile(lateness_ms_, 0.99);
-  summary_.tick_lateness_max_ms = Percentile(lateness_ms_, 1.0);
+  summary_.tick_lateness_p50_ms = ww::Percentile(lateness_ms_, 0.50);
+  summary_.tick_lateness_p99_ms = ww::Percentile(lateness_ms_, 0.99);
+  summary_.tick_lateness_max_ms = ww::Percentile(lateness_ms_, 1.0);
   Event({{"event", "watch_stopped"}, {"summary", summary_.ToJson(source_->hosts())}});
   Publish(false);
   return result;

@@ -12,8 +12,12 @@
 // scales with --speed and a replay at x20 takes the same decisions as the live
 // job did, 20 times sooner.
 //
+// The pieces it orchestrates live beside it: state_events.h (which state changes
+// are written), kill_sequence.h (the run-mode kill, on the Clock), watch_json.h
+// (events, /state, the summary), startup_checks.h, and export/event_writer.h.
+//
 // Ownership: borrows the source, clock and child (all must outlive Run); owns
-// the probes, the HTTP server, the event log and the action and kill threads.
+// the probes, the HTTP server, the event writer and the action and kill threads.
 // Thread-safety: Start and Run from one thread; the HTTP threads only read
 // published snapshots.
 #pragma once
@@ -30,6 +34,7 @@
 
 #include "core/clock.h"
 #include "core/status.h"
+#include "export/event_writer.h"
 #include "export/http_server.h"
 #include "export/watch_metrics.h"
 #include "telemetry/source.h"
@@ -37,11 +42,10 @@
 #include "watch/actions.h"
 #include "watch/child.h"
 #include "watch/hang_policy.h"
+#include "watch/kill_sequence.h"
 #include "watch/probes.h"
-
-namespace ww::nvml {
-class NvmlSource;
-}
+#include "watch/state_events.h"
+#include "watch/watch_json.h"
 
 namespace ww::watch {
 
@@ -66,29 +70,14 @@ struct WatchOptions {
 
   // Run mode.
   ChildProcess* child = nullptr;
-  double kill_grace_s = 30;
-  std::optional<int> diag_signal;  // sent when py-spy is not installed; nullopt: none
-  std::string diag_output;         // where py-spy's dump goes; empty: stderr
-  double diag_timeout_s = 30;
-};
-
-struct WatchSummary {
-  int64_t ticks = 0;
-  int64_t samples = 0;
-  uint64_t samples_dropped = 0;
-  std::vector<triage::HangEpisode> hangs;
-  bool killed_for_hang = false;
-  std::optional<int> child_exit_code;
-  double tick_lateness_p50_ms = 0, tick_lateness_p99_ms = 0, tick_lateness_max_ms = 0;
-  std::string listen_address;
-  nlohmann::json ToJson(const std::vector<std::string>& hosts) const;
+  KillOptions kill;  // pyspy_path empty: looked up on $PATH when the kill starts
 };
 
 class Watcher final : public triage::TriageObserver {
  public:
-  // `nvml`, when the source is NVML, adds its stale-sample count to
+  // The source's own health (SourceHealth::samples_stale) adds to
   // samples_dropped.
-  Watcher(TelemetrySource* source, nvml::NvmlSource* nvml, Clock* clock, WatchOptions options,
+  Watcher(TelemetrySource* source, Clock* clock, WatchOptions options,
           std::vector<std::unique_ptr<ProgressProbe>> probes);
   ~Watcher() override;
 
@@ -112,8 +101,6 @@ class Watcher final : public triage::TriageObserver {
   void OnHangConfirmed(const triage::HangEpisode& episode) override;
   void OnHangEnded(const triage::HangEpisode& episode) override;
 
-  struct EventWriter;
-
  private:
   void Tick(const std::vector<GpuSample>& batch, int64_t now_ms);
   void PollProbes(int64_t now_ms);
@@ -123,11 +110,15 @@ class Watcher final : public triage::TriageObserver {
   void Event(nlohmann::json event);
   nlohmann::json HangJson(const triage::HangEpisode& e, const char* event) const;
   std::string GpuName(GpuKey key) const;
-  void StartKill(const triage::HangEpisode& e);
+  void StartKill();
+  // Run mode, after a forwarded signal ended the job's leader: what the job started and left
+  // behind gets kill_grace_s to go, then SIGKILL, so `run` never leaves processes of its own.
+  void StopLeftovers();
   void FlushStateEvents(int64_t now_ms, bool all);
+  // GPUs that have a state (for counting a dropped tick per GPU).
+  size_t gpus_seen() const;
 
   TelemetrySource* source_;
-  nvml::NvmlSource* nvml_;
   Clock* clock_;
   WatchOptions o_;
   std::vector<std::unique_ptr<ProgressProbe>> probes_;
@@ -136,7 +127,7 @@ class Watcher final : public triage::TriageObserver {
   exporter::WatchMetrics metrics_;
   exporter::MetricsSnapshot snapshot_;
   std::unique_ptr<exporter::MetricsServer> server_;
-  std::unique_ptr<EventWriter> events_;
+  std::unique_ptr<exporter::EventWriter> events_;
   std::unique_ptr<ActionRunner> actions_;
   std::thread killer_;
   std::atomic<bool> killer_stop_{false};
@@ -146,19 +137,14 @@ class Watcher final : public triage::TriageObserver {
   int64_t last_tick_ms_ = INT64_MIN;
   int64_t last_dismiss_event_ms_ = INT64_MIN;
   int64_t last_sample_wall_ms_ = INT64_MIN;
-  uint64_t nvml_stale_seen_ = 0;
+  uint64_t stale_seen_ = 0;  // source_->health().samples_stale already counted
   bool named_ = false;
   bool source_done_ = false;
-  bool failing_ = false;  // the source's last Next() failed (live)
+  bool failing_ = false;           // the source's last Next() failed (live)
+  bool forwarded_signal_ = false;  // run: a signal was passed on to the job
   HangDecision last_decision_;
-  // Pending state changes, written once the new state has lasted
-  // event_min_state_s.
-  struct PendingChange {
-    GpuState from, to;
-    int64_t at_ms;
-  };
-  std::map<GpuKey, PendingChange> pending_changes_;
-  std::map<GpuKey, GpuState> reported_state_;
+  // Per GPU: the state last written to the events and the change waiting to be.
+  std::map<GpuKey, StateDebounce> state_events_;
 };
 
 }  // namespace ww::watch

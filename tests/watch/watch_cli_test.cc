@@ -16,7 +16,8 @@
 #include <sstream>
 #include <thread>
 
-#include "watch/test_dir.h"
+#include "support/support.h"
+#include "watch/process_util.h"
 
 namespace {
 
@@ -24,39 +25,18 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 using ::testing::HasSubstr;
 
-std::string Slurp(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+std::string Slurp(const fs::path& p) { return ww::testing::ReadFile(p.string()); }
 
 std::vector<json> ReadEvents(const fs::path& p) {
   std::vector<json> v;
-  std::ifstream in(p);
-  std::string line;
-  while (std::getline(in, line)) v.push_back(json::parse(line));
+  for (const std::string& line : ww::testing::Lines(ww::testing::ReadFile(p.string()))) {
+    v.push_back(json::parse(line));
+  }
   return v;
 }
 
-// Processes of a process group that are not zombies (an orphan's zombie waits
-// for init to reap it, and kill(-pgid, 0) still finds it).
-int LiveProcessesInGroup(int pgid) {
-  int n = 0;
-  for (const auto& e : fs::directory_iterator("/proc")) {
-    const std::string name = e.path().filename();
-    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-    const std::string stat = Slurp(e.path() / "stat");
-    const size_t close = stat.rfind(')');
-    if (close == std::string::npos) continue;
-    std::istringstream in(stat.substr(close + 1));
-    std::string state;
-    int ppid = 0, pgrp = 0;
-    in >> state >> ppid >> pgrp;
-    if (pgrp == pgid && state != "Z" && state != "X") ++n;
-  }
-  return n;
-}
+using ww::testing::LiveProcessesInGroup;
+using ww::testing::ProcessRunning;
 
 int CountEvents(const std::vector<json>& ev, const std::string& kind) {
   int n = 0;
@@ -245,6 +225,80 @@ TEST_F(WatchCliTest, RunForwardsSigterm) {
   EXPECT_EQ(Wait(pid, 30), 42) << Err();
 }
 
+// Issue 19 item 3: a signal to `run` reaches every process of the job, not only its leader.
+TEST_F(WatchCliTest, RunForwardsSigtermToTheWholeProcessGroup) {
+  const std::string p1 = (dir_ / "p1").string(), p2 = (dir_ / "p2").string();
+  const pid_t pid =
+      Spawn({"run", "--source", "sim:healthy", "--speed", "1", "--listen", "none", "--", "sh", "-c",
+             "sleep 101 & echo $! > " + p1 + "; sleep 102 & echo $! > " + p2 + "; wait"});
+  pid_t s1 = 0, s2 = 0;
+  for (int i = 0; i < 500 && (s1 == 0 || s2 == 0); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    std::ifstream(p1) >> s1;
+    std::ifstream(p2) >> s2;
+  }
+  ASSERT_GT(s1, 0);
+  ASSERT_GT(s2, 0);
+  kill(pid, SIGTERM);
+  EXPECT_EQ(Wait(pid, 30), 128 + SIGTERM) << "the job's own exit code: " << Err();
+  for (int i = 0; i < 100 && (ProcessRunning(s1) || ProcessRunning(s2)); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_FALSE(ProcessRunning(s1)) << "sleep 101 orphaned";
+  EXPECT_FALSE(ProcessRunning(s2)) << "sleep 102 orphaned";
+  if (ProcessRunning(s1)) kill(s1, SIGKILL);
+  if (ProcessRunning(s2)) kill(s2, SIGKILL);
+}
+
+// SIGINT: a non-interactive shell starts its background jobs with SIGINT ignored, so they survive
+// the forwarded signal; `run` ends them once the kill grace has passed after their leader exited.
+TEST_F(WatchCliTest, RunEndsWhatTheJobLeftBehindWithinTheKillGrace) {
+  const std::string p1 = (dir_ / "p1").string();
+  const pid_t pid = Spawn({"run", "--source", "sim:healthy", "--speed", "1", "--listen", "none",
+                           "--kill-grace-s", "1", "--events", (dir_ / "ev.jsonl").string(), "--",
+                           "sh", "-c", "sleep 103 & echo $! > " + p1 + "; wait"});
+  pid_t s1 = 0;
+  for (int i = 0; i < 500 && s1 == 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    std::ifstream(p1) >> s1;
+  }
+  ASSERT_GT(s1, 0);
+  const auto sent = std::chrono::steady_clock::now();
+  kill(pid, SIGINT);
+  EXPECT_EQ(Wait(pid, 30), 128 + SIGINT) << Err();
+  EXPECT_LT(std::chrono::steady_clock::now() - sent, std::chrono::seconds(10));
+  for (int i = 0; i < 100 && ProcessRunning(s1); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_FALSE(ProcessRunning(s1)) << "the job's background sleep outlived `run`";
+  if (ProcessRunning(s1)) kill(s1, SIGKILL);
+  bool leftovers_event = false;
+  for (const auto& e : ReadEvents(dir_ / "ev.jsonl")) {
+    leftovers_event |= e["event"] == "kill" && e.value("leftovers", false);
+  }
+  EXPECT_TRUE(leftovers_event);
+}
+
+// As a container's PID 1, `run` inherits the job's orphans and must reap them.
+TEST_F(WatchCliTest, RunAsPidOneReapsOrphans) {
+  if (ww::testing::RunCommand("unshare -Urpf --mount-proc true >/dev/null 2>&1") != 0) {
+    GTEST_SKIP() << "no user+PID namespaces here";
+  }
+  // The job orphans a short sleep (its parent shell exits at once), waits for it to end, then
+  // exits with the number of zombies in the namespace. A script file: no outer shell expands it.
+  const std::string job = (dir_ / "job.sh").string();
+  ww::testing::WriteFile(job,
+                         "sh -c 'sleep 0.2 &'\nsleep 1.5\n"
+                         "n=$(grep -l '^State:.*Z' /proc/[0-9]*/status 2>/dev/null | wc -l)\n"
+                         "exit $n\n");
+  const auto r =
+      ww::testing::RunCapture("unshare -Urpf --mount-proc " + ww::testing::WattwatchBinary() +
+                              " run --source sim:healthy --speed 1 --listen none "
+                              "--log-level error -- sh " +
+                              job);
+  EXPECT_EQ(r.exit_code, 0) << "zombies left in the namespace: " << r.exit_code << "\n" << r.output;
+}
+
 TEST_F(WatchCliTest, KillingTheWatcherLeavesTheJobRunning) {
   const auto pidfile = dir_ / "job.pid";
   const pid_t watcher =
@@ -321,7 +375,7 @@ TEST_F(WatchCliTest, WebhookAndHookGetTheHang) {
   EXPECT_THAT(env, HasSubstr("WATTWATCH_EVENT=hang_confirmed\n"));
   EXPECT_THAT(env, HasSubstr("WATTWATCH_HOST=gpu-node-17\n"));
   EXPECT_THAT(env, HasSubstr("WATTWATCH_JOB_ID=ft-32b\n"));
-  EXPECT_THAT(env, HasSubstr("WATTWATCH_CULPRITS=gpu-node-17:"));
+  EXPECT_THAT(env, HasSubstr("WATTWATCH_CULPRITS=gpu-node-17/GPU"));
   EXPECT_THAT(env, HasSubstr("WATTWATCH_PAYLOAD={"));
   const auto ev = ReadEvents(events);
   int webhook_ok = 0, hook_ok = 0;

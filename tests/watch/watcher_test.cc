@@ -13,8 +13,8 @@
 #include <fstream>
 #include <thread>
 
+#include "support/support.h"
 #include "telemetry/sim/simulator.h"
-#include "watch/test_dir.h"
 
 namespace ww::watch {
 namespace {
@@ -95,7 +95,7 @@ class WatcherTest : public ww::testing::TestDirFixture {
     o.identity = {"node" + std::to_string(watch_host), "job-1", "test"};
     o.events_path = (dir_ / "events.jsonl").string();
     {
-      Watcher w(&source, nullptr, &clock, o, std::move(probes));
+      Watcher w(&source, &clock, o, std::move(probes));
       EXPECT_TRUE(w.Start().ok());
       std::atomic<int> sig{0};
       EXPECT_TRUE(w.Run(&sig).ok());
@@ -131,6 +131,7 @@ TEST_F(WatcherTest, HangOnGpuEvidenceAloneIsConfirmedAfterSixtySeconds) {
   EXPECT_EQ(confirmed[0]["host"], "node0");
   EXPECT_EQ(confirmed[0]["job_id"], "job-1");
   EXPECT_EQ(confirmed[0]["gpus"].size(), 4u);
+  EXPECT_EQ(confirmed[0]["gpus"][0], "node0/GPU0") << "ww::GpuLabel, as triage names GPUs";
   EXPECT_THAT(confirmed[0]["reasons"].dump(), HasSubstr("no progress probe configured"));
   EXPECT_EQ(Events(o, "hang_ended").size(), 1u);
   EXPECT_EQ(Events(o, "watch_stopped").size(), 1u);
@@ -208,7 +209,54 @@ TEST_F(WatcherTest, StateChangeEventsWaitForAStableState) {
   // events per GPU.
   EXPECT_GT(changes.size(), 4u);
   EXPECT_LT(changes.size(), 40u);
-  for (const auto& e : changes) EXPECT_NE(e["from"], e["to"]);
+  for (const auto& e : changes) {
+    EXPECT_NE(e["from"], e["to"]);
+    EXPECT_THAT(e["gpu"].get<std::string>(), ::testing::MatchesRegex("node0/GPU[0-3]"));
+  }
+}
+
+// A source that says, through TelemetrySource::health(), that one GPU-sample per batch was stale
+// (what NVML reports for a GPU whose call missed its deadline).
+class StaleEveryBatchSource final : public TelemetrySource {
+ public:
+  explicit StaleEveryBatchSource(std::unique_ptr<TelemetrySource> inner)
+      : inner_(std::move(inner)) {}
+  Status Next(std::vector<GpuSample>* out) override {
+    const size_t before = out->size();
+    Status st = inner_->Next(out);
+    if (out->size() > before) ++stale_;
+    return st;
+  }
+  const std::vector<std::string>& hosts() const override { return inner_->hosts(); }
+  SourceHealth health() const override {
+    SourceHealth h;
+    h.samples_stale = stale_;
+    return h;
+  }
+  uint64_t stale() const { return stale_; }
+
+ private:
+  std::unique_ptr<TelemetrySource> inner_;
+  uint64_t stale_ = 0;
+};
+
+TEST_F(WatcherTest, StaleSamplesTheSourceReportsCountAsDropped) {
+  sim::ScenarioOptions so;
+  so.hosts = 1;
+  so.gpus_per_host = 2;
+  so.interval_ms = 1000;
+  auto cfg = sim::MakeScenario("healthy", so);
+  ASSERT_TRUE(cfg.ok());
+  StaleEveryBatchSource source(sim::MakeSimSource(*cfg));
+  ManualClock clock(1'700'000'000'000);
+  WatchOptions o;
+  o.identity = {"node0", "", "test"};
+  Watcher w(&source, &clock, o, {});
+  ASSERT_TRUE(w.Start().ok());
+  std::atomic<int> sig{0};
+  ASSERT_TRUE(w.Run(&sig).ok());
+  ASSERT_GT(source.stale(), 10u);
+  EXPECT_EQ(w.summary().samples_dropped, source.stale());
 }
 
 TEST_F(WatcherTest, HttpEndpointsServeMetricsStateAndHealth) {
@@ -226,7 +274,7 @@ TEST_F(WatcherTest, HttpEndpointsServeMetricsStateAndHealth) {
   o.linger = true;
   o.speed = 1000;
   // A real clock: the HTTP client and the watcher run side by side.
-  Watcher w(source.get(), nullptr, SystemClock(), o, {});
+  Watcher w(source.get(), SystemClock(), o, {});
   ASSERT_TRUE(w.Start().ok());
   std::string addr;
   std::ifstream(dir_ / "addr") >> addr;
@@ -254,6 +302,9 @@ TEST_F(WatcherTest, HttpEndpointsServeMetricsStateAndHealth) {
   EXPECT_THAT(m->body,
               ::testing::Not(HasSubstr(
                   "wattwatch_wasted_gpu_seconds_total{host=\"nodeX\",job_id=\"job-9\"} 0\n")));
+  const json st = json::parse(state);
+  ASSERT_FALSE(st["gpus"].empty());
+  EXPECT_EQ(st["gpus"][0]["gpu"], "nodeX/GPU0");
   auto h = c.Get("/healthz");
   ASSERT_TRUE(h);
   EXPECT_EQ(h->status, 200);

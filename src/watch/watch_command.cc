@@ -1,0 +1,135 @@
+#include "watch/watch_command.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <ostream>
+
+#include "core/clock.h"
+#include "core/exit_codes.h"
+#include "core/host.h"
+#include "telemetry/source_spec.h"
+#include "watch/child.h"
+#include "watch/startup_checks.h"
+
+namespace ww::watch {
+namespace {
+
+std::string DefaultJobId() {
+  for (const char* name : {"SLURM_JOB_ID", "TORCHELASTIC_RUN_ID"}) {
+    const char* v = std::getenv(name);
+    if (v && *v) return v;
+  }
+  return "";
+}
+
+}  // namespace
+
+WatchCommandOptions::WatchCommandOptions() { watch.listen = "127.0.0.1:9400"; }
+
+int RunWatchCommand(const WatchCommandOptions& f, bool run_mode, std::atomic<int>* pending_signal,
+                    std::ostream& out, std::ostream& err) {
+  const std::string name = run_mode ? "wattwatch run: " : "wattwatch watch: ";
+  WatchOptions o = f.watch;
+
+  if (run_mode) {
+    auto sig = ParseDiagSignal(f.diag_signal);
+    if (!sig.ok()) {
+      err << name << sig.status().message() << "\n";
+      return kExitBadInput;
+    }
+    o.kill.diag_signal = *sig;
+  }
+  SourceSpecOptions so;
+  so.nvml_lib = f.nvml_lib;
+  so.hostname = f.host;
+  auto opened = OpenSourceSpec(f.source, so);
+  if (!opened.ok()) {
+    err << name << opened.status().message() << "\n";
+    return kExitBadInput;
+  }
+
+  std::vector<std::unique_ptr<ProgressProbe>> probes;
+  if (!f.progress_log.empty()) {
+    auto p = MakeLogProbe(f.progress_log, f.progress_regex);
+    if (!p.ok()) {
+      err << name << p.status().message() << "\n";
+      return kExitBadInput;
+    }
+    probes.push_back(std::move(*p));
+  }
+  if (!f.heartbeat.empty()) probes.push_back(MakeHeartbeatProbe(f.heartbeat));
+  for (const std::string& peer : f.peers) {
+    // The peer thread runs in real time; a replay's watch time runs --speed times faster.
+    const auto real_ms = static_cast<int64_t>(static_cast<double>(o.probe_interval_ms) /
+                                              (opened->live ? 1.0 : o.speed));
+    probes.push_back(MakePeerProbe(peer, std::max<int64_t>(50, real_ms)));
+  }
+  if (f.pid != 0) {
+    if (Status st = CheckWatchedPid(f.pid); !st.ok()) {
+      err << name << st.message() << "\n";
+      return kExitBadInput;
+    }
+    probes.push_back(MakeProcessProbe(f.pid, f.process));
+  }
+
+  o.source_label = f.source;
+  o.live = opened->live;
+  const auto& hosts = opened->source->hosts();
+  o.identity.host = !f.host.empty() ? f.host : hosts.size() == 1 ? hosts[0] : LocalHostName();
+  o.identity.job_id = !f.job_id.empty() ? f.job_id : DefaultJobId();
+  o.identity.version = f.version;
+  if (!f.hook.empty()) {
+    o.actions.hook_argv = {f.hook};
+    o.actions.hook_argv.insert(o.actions.hook_argv.end(), f.hook_args.begin(), f.hook_args.end());
+  }
+  if (o.listen == "none") o.listen.clear();
+
+  std::unique_ptr<ChildProcess> child;
+  if (run_mode) {
+    auto c = ChildProcess::Spawn(f.command);
+    if (!c.ok()) {
+      err << name << c.status().message() << "\n";
+      return kExitBadInput;
+    }
+    child = std::move(*c);
+    o.child = child.get();
+    // The job's own processes are a progress signal: writes growing mean a checkpoint.
+    probes.push_back(MakeProcessProbe(child->pid(), f.process));
+  }
+
+  Clock* clock = SystemClock();
+  Watcher watcher(opened->source.get(), clock, o, std::move(probes));
+  if (Status st = watcher.Start(); !st.ok()) {
+    err << name << st.message() << "\n";
+    if (!child) return kExitBadInput;
+    // The job already runs: never harm it. Keep it, unwatched, and pass its exit code on.
+    spdlog::error("watching is off; waiting for the job (pid {})", child->pid());
+    for (;;) {
+      if (const int sig = pending_signal->exchange(0)) child->SignalGroup(sig);
+      if (auto rc = child->Poll()) return *rc;
+      clock->SleepUntilMonotonicNs(clock->NowMonotonicNs() + 50'000'000);
+    }
+  }
+  Status st = watcher.Run(pending_signal);
+  const WatchSummary& sum = watcher.summary();
+  if (f.json) out << sum.ToJson(watcher.hosts()).dump(2) << "\n";
+  spdlog::info(
+      "{} ticks, {} samples, {} dropped; tick lateness p50 {:.3f} ms, p99 {:.3f} ms, max {:.3f} "
+      "ms; {} hang(s)",
+      sum.ticks, sum.samples, sum.samples_dropped, sum.tick_lateness_p50_ms,
+      sum.tick_lateness_p99_ms, sum.tick_lateness_max_ms, sum.hangs.size());
+  if (!st.ok()) {
+    err << name << st.message() << "\n";
+    if (!child) return kExitBadInput;
+  }
+  if (run_mode) {
+    if (sum.killed_for_hang) return kExitHang;
+    return sum.child_exit_code.value_or(kExitBadInput);
+  }
+  if (f.fail_on_hang && !sum.hangs.empty()) return kExitHang;
+  return kExitOk;
+}
+
+}  // namespace ww::watch
