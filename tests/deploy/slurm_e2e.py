@@ -276,7 +276,7 @@ def hang_scenario(args, work, extra_conf, site_requeue):
     trace, truth = simulate(args, work, "hang-exit")
     episodes = truth["hang_episodes"]
     check(len(episodes) == 1, f"trace truth: want one hang episode, got {episodes}")
-    culprits = sorted(f"{c['host']}:{c['gpu']}" for c in episodes[0]["culprits"])
+    culprits = sorted(f"{c['host']}/GPU{c['gpu']}" for c in episodes[0]["culprits"])
     job = Job(args, cluster, work, trace=trace, hang=True, spec_passes=True)
     job.sbatch()
     info = job.wait_final(180)
