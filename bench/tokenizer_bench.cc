@@ -98,12 +98,11 @@ void RegisterFamilies() {
         ->Unit(benchmark::kMillisecond)
         ->UseRealTime();
     for (const bool cold : {true, false}) {
-      benchmark::RegisterBenchmark(
-          ("EncodeFamily/" + name + (cold ? "/cold" : "/warm")).c_str(),
-          [name, path, cold](benchmark::State& state) {
-            setenv("WW_TOKENIZER", path.c_str(), 1);
-            EncodeCorpus(state, "family_" + name, cold);
-          })
+      benchmark::RegisterBenchmark(("EncodeFamily/" + name + (cold ? "/cold" : "/warm")).c_str(),
+                                   [name, path, cold](benchmark::State& state) {
+                                     setenv("WW_TOKENIZER", path.c_str(), 1);
+                                     EncodeCorpus(state, "family_" + name, cold);
+                                   })
           ->Iterations(cold ? 2 : 3)
           ->Unit(benchmark::kMillisecond)
           ->UseRealTime();

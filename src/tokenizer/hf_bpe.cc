@@ -384,8 +384,8 @@ Result<std::unique_ptr<HfBpeTokenizer>> HfBpeTokenizer::FromJsonText(std::string
         return Status::Ok();
       } else if (type == "NFC" || type == "NFD" || type == "NFKC" || type == "NFKD") {
         step.kind = NormStep::Kind::kUnicode;
-        step.form = type == "NFC"   ? NormForm::kNfc
-                    : type == "NFD" ? NormForm::kNfd
+        step.form = type == "NFC"    ? NormForm::kNfc
+                    : type == "NFD"  ? NormForm::kNfd
                     : type == "NFKC" ? NormForm::kNfkc
                                      : NormForm::kNfkd;
       } else if (type == "Lowercase") {
@@ -487,8 +487,8 @@ Result<std::unique_ptr<HfBpeTokenizer>> HfBpeTokenizer::FromJsonText(std::string
         desc_parts.push_back("Metaspace");
       } else if (type == "Digits") {
         step.kind = PreStep::Kind::kDigits;
-        step.behavior =
-            FlagTrue(p, "individual_digits") ? SplitBehavior::kIsolated : SplitBehavior::kContiguous;
+        step.behavior = FlagTrue(p, "individual_digits") ? SplitBehavior::kIsolated
+                                                         : SplitBehavior::kContiguous;
         desc_parts.push_back("Digits");
       } else if (type == "Punctuation") {
         step.kind = PreStep::Kind::kPunctuation;
@@ -526,8 +526,8 @@ Result<std::unique_ptr<HfBpeTokenizer>> HfBpeTokenizer::FromJsonText(std::string
     t->vocab_.Reserve(big->vocab.size() / 16 + 16);
     if (byte_level) t->bytes_vocab_.Reserve(big->vocab.size() / 16 + 16);
     std::string bytes;
-    WW_RETURN_IF_ERROR(tokjson::ParseVocab(
-        big->vocab, source, [&](const std::string& token, uint64_t id64) {
+    WW_RETURN_IF_ERROR(
+        tokjson::ParseVocab(big->vocab, source, [&](const std::string& token, uint64_t id64) {
           if (id64 > std::numeric_limits<uint32_t>::max() - 1) {
             id_too_large = true;
             return;
@@ -555,8 +555,8 @@ Result<std::unique_ptr<HfBpeTokenizer>> HfBpeTokenizer::FromJsonText(std::string
               if (bytes.size() == 1) t->byte_id_[static_cast<unsigned char>(bytes[0])] = id;
               if (!t->bytes_vocab_.Find(bytes)) t->bytes_vocab_.Put(bytes, id);
             }
-          } else if (token.size() == 6 && token[0] == '<' && token[1] == '0' &&
-                     token[2] == 'x' && token[5] == '>') {
+          } else if (token.size() == 6 && token[0] == '<' && token[1] == '0' && token[2] == 'x' &&
+                     token[5] == '>') {
             // byte_fallback's "<0xAB>" (upper-case hex, as the Rust library formats it).
             const std::string hex = token.substr(3, 2);
             if (std::isxdigit(static_cast<unsigned char>(hex[0])) &&
@@ -714,11 +714,11 @@ Result<std::unique_ptr<HfBpeTokenizer>> HfBpeTokenizer::FromJsonText(std::string
   std::vector<std::string> model_opts;
   if (t->byte_fallback_) model_opts.push_back("byte_fallback");
   if (t->ignore_merges_) model_opts.push_back("ignore_merges");
-  t->describe_ = fmt::format("{}BPE (tokenizer.json, {} ids, {} merges, {} added tokens{}{}{}{})",
-                             t->byte_level_ ? "byte-level " : "", t->vocab_size_, t->merge_count_,
-                             t->added_.size(), model_opts.empty() ? "" : ", ",
-                             fmt::join(model_opts, ", "), desc_parts.empty() ? "" : ", ",
-                             fmt::join(desc_parts, "+"));
+  t->describe_ =
+      fmt::format("{}BPE (tokenizer.json, {} ids, {} merges, {} added tokens{}{}{}{})",
+                  t->byte_level_ ? "byte-level " : "", t->vocab_size_, t->merge_count_,
+                  t->added_.size(), model_opts.empty() ? "" : ", ", fmt::join(model_opts, ", "),
+                  desc_parts.empty() ? "" : ", ", fmt::join(desc_parts, "+"));
   return t;
 }
 
@@ -750,8 +750,9 @@ bool IsNumeric(char32_t c) {
 
 // The Rust library's is_punc: ASCII punctuation (which includes $+<=>^`|~) or a P* category.
 bool IsPunctuation(char32_t c) {
-  if (c < 0x80) return (c >= 0x21 && c <= 0x2F) || (c >= 0x3A && c <= 0x40) ||
-                       (c >= 0x5B && c <= 0x60) || (c >= 0x7B && c <= 0x7E);
+  if (c < 0x80)
+    return (c >= 0x21 && c <= 0x2F) || (c >= 0x3A && c <= 0x40) || (c >= 0x5B && c <= 0x60) ||
+           (c >= 0x7B && c <= 0x7E);
   const utf8proc_category_t cat = utf8proc_category(static_cast<utf8proc_int32_t>(c));
   return cat >= UTF8PROC_CATEGORY_PC && cat <= UTF8PROC_CATEGORY_PO;
 }
@@ -826,8 +827,7 @@ bool Lowercase(std::string_view cur, std::string* out) {
       changed = true;
       continue;
     }
-    const auto lower =
-        static_cast<char32_t>(utf8proc_tolower(static_cast<utf8proc_int32_t>(cp)));
+    const auto lower = static_cast<char32_t>(utf8proc_tolower(static_cast<utf8proc_int32_t>(cp)));
     changed |= lower != cp;
     utf8::Append(lower, out);
   }
@@ -1305,16 +1305,17 @@ void HfBpeTokenizer::SplitGeneral(size_t step_index, std::string_view piece, boo
     case PreStep::Kind::kMetaspace: {
       size_t i = 0;
       const char32_t rep = utf8::Decode(step.replacement, &i);
-      CharSegments(piece, [rep](char32_t c) { return c == rep; }, &segs);
+      CharSegments(
+          piece, [rep](char32_t c) { return c == rep; }, &segs);
       break;
     }
     case PreStep::Kind::kByteLevel:
       break;  // not reached
   }
   std::vector<std::pair<size_t, size_t>> ranges;
-  ApplyBehavior(segs, step.kind == PreStep::Kind::kMetaspace ? SplitBehavior::kMergedWithNext
-                                                             : step.behavior,
-                &ranges);
+  ApplyBehavior(
+      segs, step.kind == PreStep::Kind::kMetaspace ? SplitBehavior::kMergedWithNext : step.behavior,
+      &ranges);
   for (const auto& [b, e] : ranges) {
     if (e > b) PreTokenize(step_index + 1, piece.substr(b, e - b), at_text_start && b == 0, emit);
   }
@@ -1333,9 +1334,8 @@ void HfBpeTokenizer::PreTokenize(size_t step_index, std::string_view piece, bool
     case PreStep::Kind::kMetaspace: {
       std::string replaced;
       replaced.reserve(piece.size() + 8);
-      const bool prepend =
-          step.prepend == PreStep::Prepend::kAlways ||
-          (step.prepend == PreStep::Prepend::kFirst && at_text_start);
+      const bool prepend = step.prepend == PreStep::Prepend::kAlways ||
+                           (step.prepend == PreStep::Prepend::kFirst && at_text_start);
       for (char c : piece) {
         if (c == ' ') {
           replaced += step.replacement;
@@ -1359,8 +1359,8 @@ void HfBpeTokenizer::PreTokenize(size_t step_index, std::string_view piece, bool
       SplitGeneral(step_index, piece, at_text_start, emit);
       return;
     case PreStep::Kind::kSplit:
-      if (step.invert || (step.behavior != SplitBehavior::kIsolated &&
-                          step.behavior != SplitBehavior::kRemoved)) {
+      if (step.invert ||
+          (step.behavior != SplitBehavior::kIsolated && step.behavior != SplitBehavior::kRemoved)) {
         SplitGeneral(step_index, piece, at_text_start, emit);
         return;
       }

@@ -27,8 +27,8 @@
 #pragma once
 
 #include <array>
-#include <functional>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -76,10 +76,10 @@ class HfBpeTokenizer final : public Tokenizer {
   enum class NormForm { kNfc, kNfd, kNfkc, kNfkd };
   struct NormStep {
     enum class Kind { kUnicode, kLowercase, kStrip, kStripAccents, kPrepend, kReplace } kind;
-    NormForm form = NormForm::kNfc;        // kUnicode
+    NormForm form = NormForm::kNfc;                // kUnicode
     bool strip_left = false, strip_right = false;  // kStrip
-    std::string text;             // kPrepend: the prefix; kReplace: the replacement
-    std::string literal;          // kReplace with a String pattern
+    std::string text;                  // kPrepend: the prefix; kReplace: the replacement
+    std::string literal;               // kReplace with a String pattern
     std::shared_ptr<PcreRegex> regex;  // kReplace with a Regex pattern
   };
   enum class SplitBehavior {
@@ -104,7 +104,7 @@ class HfBpeTokenizer final : public Tokenizer {
     bool add_prefix_space = false;  // ByteLevel
     std::string replacement;        // Metaspace (one character)
     enum class Prepend { kAlways, kFirst, kNever } prepend = Prepend::kAlways;  // Metaspace
-    bool split = true;              // Metaspace
+    bool split = true;                                                          // Metaspace
   };
 
  private:

@@ -65,14 +65,30 @@ class Scanner {
       const char e = s_[pos_ + 1];
       pos_ += 2;
       switch (e) {
-        case '"': out->push_back('"'); break;
-        case '\\': out->push_back('\\'); break;
-        case '/': out->push_back('/'); break;
-        case 'b': out->push_back('\b'); break;
-        case 'f': out->push_back('\f'); break;
-        case 'n': out->push_back('\n'); break;
-        case 'r': out->push_back('\r'); break;
-        case 't': out->push_back('\t'); break;
+        case '"':
+          out->push_back('"');
+          break;
+        case '\\':
+          out->push_back('\\');
+          break;
+        case '/':
+          out->push_back('/');
+          break;
+        case 'b':
+          out->push_back('\b');
+          break;
+        case 'f':
+          out->push_back('\f');
+          break;
+        case 'n':
+          out->push_back('\n');
+          break;
+        case 'r':
+          out->push_back('\r');
+          break;
+        case 't':
+          out->push_back('\t');
+          break;
         case 'u': {
           uint32_t cp;
           WW_RETURN_IF_ERROR(Hex4(&cp));
@@ -150,8 +166,8 @@ class Scanner {
   Status SkipString() {
     ++pos_;  // opening quote
     while (pos_ < s_.size()) {
-      const char* q = static_cast<const char*>(
-          std::memchr(s_.data() + pos_, '"', s_.size() - pos_));
+      const char* q =
+          static_cast<const char*>(std::memchr(s_.data() + pos_, '"', s_.size() - pos_));
       if (q == nullptr) break;
       size_t qpos = static_cast<size_t>(q - s_.data());
       // The quote is escaped when an odd number of backslashes precede it.
@@ -284,10 +300,9 @@ Status ParseVocab(std::string_view object, const std::string& source,
   }
 }
 
-Status ParseMerges(
-    std::string_view array, const std::string& source,
-    const std::function<Status(size_t rank, const std::string& a, const std::string& b,
-                               bool pair_form)>& on_merge) {
+Status ParseMerges(std::string_view array, const std::string& source,
+                   const std::function<Status(size_t rank, const std::string& a,
+                                              const std::string& b, bool pair_form)>& on_merge) {
   Scanner sc(array, source + " (model.merges)", 0);
   WW_RETURN_IF_ERROR(sc.Expect('['));
   sc.SkipWs();

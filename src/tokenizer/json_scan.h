@@ -17,9 +17,9 @@
 namespace ww::tokjson {
 
 struct BigMembers {
-  std::string rest;               // the document with model.vocab / model.merges emptied
-  std::string_view vocab;         // the raw JSON object of model.vocab, or empty when absent
-  std::string_view merges;        // the raw JSON array of model.merges, or empty when absent
+  std::string rest;         // the document with model.vocab / model.merges emptied
+  std::string_view vocab;   // the raw JSON object of model.vocab, or empty when absent
+  std::string_view merges;  // the raw JSON array of model.merges, or empty when absent
 };
 
 // Splits `text` (a JSON object) as described above. Only objects and arrays are cut out; a
@@ -32,9 +32,8 @@ Status ParseVocab(std::string_view object, const std::string& source,
 
 // Decodes a JSON array whose elements are strings ("a b") or two-string arrays (["a", "b"]).
 // For the string form `b` is empty and `a` holds the whole string.
-Status ParseMerges(
-    std::string_view array, const std::string& source,
-    const std::function<Status(size_t rank, const std::string& a, const std::string& b,
-                               bool pair_form)>& on_merge);
+Status ParseMerges(std::string_view array, const std::string& source,
+                   const std::function<Status(size_t rank, const std::string& a,
+                                              const std::string& b, bool pair_form)>& on_merge);
 
 }  // namespace ww::tokjson

@@ -16,6 +16,8 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstring>
+#include <nlohmann/json.hpp>
 
 #include "tokenizer/jsonl_text.h"
 #include "tokenizer/test_util.h"
@@ -57,8 +59,8 @@ std::string FamilyPath(const std::string& name) {
 // Lines whose JSON strings hold raw invalid UTF-8 (node's reader turns each maximal ill-formed
 // subpart into U+FFFD; so must we).
 std::string InvalidUtf8Lines() {
-  const char* bad[] = {"\x80", "\xC3", "\xE2\x82", "\xED\xA0\x80", "\xF0\x9F\x98", "\xF5\x80",
-                       "\xFF", "\xC0\xAF", "caf\xE9", "\xE2\x28\xA1"};
+  const char* bad[] = {"\x80",     "\xC3", "\xE2\x82", "\xED\xA0\x80", "\xF0\x9F\x98",
+                       "\xF5\x80", "\xFF", "\xC0\xAF", "caf\xE9",      "\xE2\x28\xA1"};
   const char* ctx[] = {"", "a", " ", "hello world", "  ", "\xC3\xA9", "\xE6\x97\xA5", "1 2"};
   std::string file;
   for (int i = 0; i < 200; ++i) {
@@ -70,6 +72,18 @@ std::string InvalidUtf8Lines() {
     file += "{\"text\": \"" + text + "\"}\n";
   }
   return file;
+}
+
+// A lone UTF-16 surrogate escape in a JSON line (JSON.stringify writes valid pairs as UTF-8):
+// tokenizers.js byte-falls-back on it where the Rust binding sees U+FFFD (docs/tokenizer.md).
+bool HasLoneSurrogateEscape(const std::string& line) {
+  for (size_t at = line.find("\\u"); at != std::string::npos; at = line.find("\\u", at + 2)) {
+    if (at + 3 < line.size() && (line[at + 2] == 'd' || line[at + 2] == 'D') &&
+        std::strchr("89abcdefABCDEF", line[at + 3]) != nullptr) {
+      return true;
+    }
+  }
+  return false;
 }
 
 class FamilyOracle : public ::testing::TestWithParam<Family> {};
@@ -108,7 +122,7 @@ TEST_P(FamilyOracle, TenThousandLinesEqualTheReferencesIdForId) {
     const auto rust = OracleIds("rust", path, input, dir / "rust.ids", extra);
     ASSERT_EQ(js.size(), lines.size());
     ASSERT_EQ(rust.size(), lines.size());
-    size_t vs_js = 0, vs_rust = 0, js_diverges = 0;
+    size_t vs_js = 0, vs_rust = 0, js_diverges = 0, js_diverges_other = 0;
     std::string first;
     for (size_t i = 0; i < lines.size(); ++i) {
       auto text = ExtractJsonlText(lines[i], "text");
@@ -117,6 +131,7 @@ TEST_P(FamilyOracle, TenThousandLinesEqualTheReferencesIdForId) {
       if (ours != rust[i]) ++vs_rust;
       if (js[i] != rust[i]) {
         ++js_diverges;
+        if (!HasLoneSurrogateEscape(lines[i])) ++js_diverges_other;
       } else if (ours != js[i]) {
         ++vs_js;
       }
@@ -126,17 +141,105 @@ TEST_P(FamilyOracle, TenThousandLinesEqualTheReferencesIdForId) {
                  "\n  ours: " + ours.substr(0, 200) + "\n";
       }
     }
-    std::printf("[%s] add_special_tokens=%d: %zu lines, %zu differ from tokenizers.js, %zu from "
-                "Rust; the two references disagree on %zu\n",
-                fam.name, special, lines.size(), vs_js, vs_rust, js_diverges);
+    std::printf(
+        "[%s] add_special_tokens=%d: %zu lines, %zu differ from tokenizers.js, %zu from "
+        "Rust; the two references disagree on %zu (%zu without a lone surrogate)\n",
+        fam.name, special, lines.size(), vs_js, vs_rust, js_diverges, js_diverges_other);
     EXPECT_EQ(vs_js, 0u) << fam.name << " (" << fam.feature << ")\n" << first;
     EXPECT_EQ(vs_rust, 0u) << fam.name << " (" << fam.feature << ")\n" << first;
-    // The references may disagree only on a sliver (known tokenizers.js departures).
-    EXPECT_LT(js_diverges, lines.size() / 50) << fam.name;
+    // Apart from lone surrogates (docs/tokenizer.md), the references disagree on a sliver at
+    // most (ByteLevel's hard-coded JavaScript regex and its \s).
+    EXPECT_LE(js_diverges_other, lines.size() / 40) << fam.name;
   }
 }
 
 INSTANTIATE_TEST_SUITE_P(RealFiles, FamilyOracle, ::testing::ValuesIn(kFamilies),
+                         [](const auto& info) { return std::string(info.param.name); });
+
+// Variants of Llama-2's file with the pipeline parts no shipped file here uses (Mistral's
+// Metaspace, the other normalizers, char-class pre-tokenizers, every Split behavior), checked
+// against the Rust library on every line and against tokenizers.js wherever the two agree.
+struct Variant {
+  const char* name;
+  const char* normalizer;     // JSON
+  const char* pre_tokenizer;  // JSON
+  bool js_implements = true;  // false: tokenizers.js treats these steps differently throughout
+};
+
+const Variant kVariants[] = {
+    {"MetaspaceFirstNoSplit", "null",
+     R"({"type":"Metaspace","replacement":"\u2581","prepend_scheme":"first","split":false})"},
+    {"MetaspaceAlwaysSplit", "null",
+     R"({"type":"Metaspace","replacement":"\u2581","prepend_scheme":"always","split":true})"},
+    {"EveryNormalizer",
+     R"({"type":"Sequence","normalizers":[{"type":"NFD"},{"type":"StripAccents"},
+        {"type":"Lowercase"},{"type":"Strip","strip_left":true,"strip_right":true},
+        {"type":"Replace","pattern":{"Regex":" {2,}"},"content":" "},{"type":"NFC"},
+        {"type":"Prepend","prepend":"\u2581"},
+        {"type":"Replace","pattern":{"String":" "},"content":"\u2581"}]})",
+     "null"},
+    {"CharClassPreTokenizers", "null",
+     R"({"type":"Sequence","pretokenizers":[{"type":"WhitespaceSplit"},
+        {"type":"Digits","individual_digits":true},{"type":"Punctuation","behavior":"Isolated"},
+        {"type":"Metaspace","replacement":"\u2581","prepend_scheme":"always","split":false}]})"},
+    {"EverySplitBehavior", R"({"type":"Replace","pattern":{"String":" "},"content":"\u2581"})",
+     R"({"type":"Sequence","pretokenizers":[
+        {"type":"Split","pattern":{"String":"\u2581"},"behavior":"MergedWithNext","invert":false},
+        {"type":"Split","pattern":{"Regex":"\\p{N}+"},"behavior":"Contiguous","invert":false},
+        {"type":"Split","pattern":{"Regex":"[.,;]"},"behavior":"MergedWithPrevious","invert":false},
+        {"type":"Split","pattern":{"Regex":"\\p{L}+"},"behavior":"Isolated","invert":true}]})",
+     false},
+};
+
+class VariantOracle : public ::testing::TestWithParam<Variant> {};
+
+TEST_P(VariantOracle, MatchesRustEverywhereAndJsWhereTheyAgree) {
+  WW_REQUIRE_ORACLE();
+  auto j = nlohmann::json::parse(ReadFile(FamilyPath("llama2")));
+  j["normalizer"] = nlohmann::json::parse(GetParam().normalizer);
+  j["pre_tokenizer"] = nlohmann::json::parse(GetParam().pre_tokenizer);
+  TempDir dir;
+  WriteFile(dir / "tokenizer.json", j.dump());
+  auto tok = Tokenizer::Load(dir / "tokenizer.json");
+  ASSERT_TRUE(tok.ok()) << tok.status().message();
+  ASSERT_EQ(RunCommand("node " + OracleDir() + "/gen_lines.mjs --count 1500 --seed 7 > " +
+                       (dir / "lines.jsonl")),
+            0);
+  const auto lines = Lines(ReadFile(dir / "lines.jsonl"));
+  const auto js = OracleIds("js", dir / "tokenizer.json", dir / "lines.jsonl", dir / "js.ids");
+  const auto rust =
+      OracleIds("rust", dir / "tokenizer.json", dir / "lines.jsonl", dir / "rust.ids");
+  ASSERT_EQ(js.size(), lines.size());
+  ASSERT_EQ(rust.size(), lines.size());
+  size_t vs_rust = 0, vs_js = 0, agree = 0;
+  std::string first;
+  for (size_t i = 0; i < lines.size(); ++i) {
+    auto text = ExtractJsonlText(lines[i], "text");
+    ASSERT_TRUE(text.ok());
+    const std::string ours = IdsJson((*tok)->Encode(*text, false));
+    if (ours != rust[i]) {
+      ++vs_rust;
+      if (first.size() < 2000) {
+        first += "line " + std::to_string(i + 1) + ": " + lines[i].substr(0, 200) +
+                 "\n  rust: " + rust[i].substr(0, 200) + "\n  ours: " + ours.substr(0, 200) + "\n";
+      }
+    }
+    if (js[i] == rust[i]) {
+      ++agree;
+      if (ours != js[i]) ++vs_js;
+    }
+  }
+  std::printf(
+      "[%s] %zu lines: %zu differ from Rust, %zu from tokenizers.js of the %zu where the "
+      "references agree\n",
+      GetParam().name, lines.size(), vs_rust, vs_js, agree);
+  EXPECT_EQ(vs_rust, 0u) << first;
+  EXPECT_EQ(vs_js, 0u);
+  // The comparison with tokenizers.js is not empty, where it implements these steps.
+  if (GetParam().js_implements) EXPECT_GT(agree, lines.size() / 5);
+}
+
+INSTANTIATE_TEST_SUITE_P(Llama2Variants, VariantOracle, ::testing::ValuesIn(kVariants),
                          [](const auto& info) { return std::string(info.param.name); });
 
 }  // namespace

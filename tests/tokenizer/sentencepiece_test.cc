@@ -3,8 +3,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "tokenizer/tokenizer.h"
 #include "tokenizer/test_util.h"
+#include "tokenizer/tokenizer.h"
 
 namespace ww {
 namespace {
