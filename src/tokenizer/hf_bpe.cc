@@ -351,9 +351,10 @@ Result<std::unique_ptr<HfBpeTokenizer>> HfBpeTokenizer::FromJsonText(std::string
       model_type = "WordPiece";
     }
     if (model_type != "BPE") {
-      return Unsupported(source, "model type '" + model_type +
-                                     "' (only BPE models are; Unigram and WordPiece are not "
-                                     "implemented)");
+      return Status::InvalidInput(
+          fmt::format("{}: model type '{}' is not supported (only BPE models are implemented; "
+                      "Unigram and WordPiece are not)",
+                      source, model_type));
     }
     if (model.contains("dropout") && model["dropout"].is_number() &&
         model["dropout"].get<double>() > 0) {
