@@ -236,6 +236,13 @@ Status Members(Scanner& sc, F&& on_member) {
 
 Result<BigMembers> SplitBigMembers(std::string_view text, const std::string& source) {
   Scanner sc(text, source, 0);
+  sc.SkipWs();
+  if (sc.Peek() != '{') {
+    // Not an object: nothing to cut; the DOM parse names the problem.
+    BigMembers whole;
+    whole.rest.assign(text);
+    return whole;
+  }
   size_t vocab_begin = 0, vocab_end = 0, merges_begin = 0, merges_end = 0;
   Status st = Members(sc, [&](const std::string& key) -> Status {
     if (key != "model" || sc.Peek() != '{') return sc.SkipValue();
