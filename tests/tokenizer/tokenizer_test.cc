@@ -185,32 +185,42 @@ TEST(Load, RefusesUnsupportedFeaturesByName) {
   };
   const std::vector<Case> cases = {
       {[](auto& j) {
-         j["normalizer"] = {{"type", "Lowercase"}};
+         j["normalizer"] = {{"type", "BertNormalizer"}};
        },
-       "normalizer 'Lowercase'"},
+       "normalizer 'BertNormalizer'"},
       {[](auto& j) {
          j["normalizer"] = {{"type", "Sequence"},
-                            {"normalizers", {{{"type", "NFC"}}, {{"type", "Strip"}}}}};
+                            {"normalizers", {{{"type", "NFC"}}, {{"type", "Precompiled"}}}}};
        },
-       "normalizer 'Strip'"},
-      {[](auto& j) { j["model"]["type"] = "WordPiece"; }, "model type 'WordPiece'"},
-      {[](auto& j) { j["model"]["type"] = "Unigram"; }, "model type 'Unigram'"},
+       "normalizer 'Precompiled'"},
+      {[](auto& j) { j["model"]["type"] = "WordPiece"; },
+       "model type 'WordPiece' is not supported"},
+      {[](auto& j) { j["model"]["type"] = "Unigram"; }, "model type 'Unigram' is not supported"},
       {[](auto& j) { j["model"]["dropout"] = 0.1; }, "model.dropout"},
-      {[](auto& j) { j["model"]["continuing_subword_prefix"] = "##"; },
-       "model.continuing_subword_prefix"},
       {[](auto& j) {
-         j["pre_tokenizer"] = {{"type", "Metaspace"}};
+         j["pre_tokenizer"] = {{"type", "Whitespace"}};
        },
-       "pre_tokenizer 'Metaspace'"},
-      {[](auto& j) { j["pre_tokenizer"] = nullptr; }, "without a ByteLevel pre_tokenizer"},
+       "pre_tokenizer 'Whitespace'"},
+      {[](auto& j) {
+         j["pre_tokenizer"] = {{"type", "Metaspace"}, {"prepend_scheme", "sometimes"}};
+       },
+       "prepend_scheme 'sometimes'"},
+      {[](auto& j) {
+         // After ByteLevel the Rust library hands later steps the byte-mapped text.
+         j["pre_tokenizer"] = {{"type", "Sequence"},
+                               {"pretokenizers",
+                                {{{"type", "ByteLevel"}, {"use_regex", true}},
+                                 {{"type", "Digits"}, {"individual_digits", true}}}}};
+       },
+       "pre_tokenizer 'Digits' after ByteLevel"},
       {[](auto& j) {
          j["pre_tokenizer"] = {
              {"type", "Sequence"},
              {"pretokenizers",
-              {{{"type", "Split"}, {"pattern", {{"Regex", "\\s+"}}}, {"behavior", "Contiguous"}},
+              {{{"type", "Split"}, {"pattern", {{"Regex", "\\s+"}}}, {"behavior", "Sideways"}},
                {{"type", "ByteLevel"}, {"use_regex", false}}}}};
        },
-       "Split behavior 'Contiguous'"},
+       "behavior 'Sideways'"},
       {[](auto& j) {
          j["post_processor"] = {{"type", "SomethingNew"}};
        },
@@ -245,6 +255,73 @@ TEST(Load, BadFilesGiveErrorsNamingThem) {
   auto junk = Tokenizer::Load(dir / "junk.model");
   ASSERT_FALSE(junk.ok());
   EXPECT_THAT(junk.status().message(), HasSubstr("junk.model"));
+}
+
+// A SentencePiece-style (no ByteLevel) BPE: characters are the symbols, Metaspace marks word
+// starts, characters outside the vocabulary fall back to <0xAB> byte tokens or to <unk>.
+nlohmann::json TinyCharLevel() {
+  nlohmann::json vocab = {{"<unk>", 0}, {"<s>", 1}, {"<0xC3>", 2}, {"<0xA9>", 3}};
+  for (const char* t : {"\u2581", "h", "e", "l", "o", "w", "r", "d", "\u2581h", "ll", "llo",
+                        "\u2581he", "\u2581hello", "x"}) {
+    vocab[nlohmann::json::parse(std::string("\"") + t + "\"").get<std::string>()] = vocab.size();
+  }
+  return {
+      {"added_tokens", {{{"id", 1}, {"content", "<s>"}, {"special", true}}}},
+      {"normalizer", nullptr},
+      {"pre_tokenizer",
+       {{"type", "Metaspace"},
+        {"replacement", "\u2581"},
+        {"prepend_scheme", "first"},
+        {"split", true}}},
+      {"post_processor", nullptr},
+      {"model",
+       {{"type", "BPE"},
+        {"unk_token", "<unk>"},
+        {"byte_fallback", true},
+        {"fuse_unk", true},
+        {"vocab", vocab},
+        {"merges",
+         nlohmann::json::array(
+             {{"\u2581", "h"}, {"l", "l"}, {"ll", "o"}, {"\u2581h", "e"}, {"\u2581he", "llo"}})}}}};
+}
+
+TEST(Load, CharLevelBpeWithMetaspaceByteFallbackAndUnk) {
+  auto r = Tokenizer::FromJsonText(TinyCharLevel().dump(), "tiny.json");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  const Tokenizer& t = **r;
+  const uint32_t kMeta = *t.TokenToId("\u2581"), kHello = *t.TokenToId("\u2581hello");
+  // "first": only the text's first piece gets the ▁ prefix; split cuts before every ▁.
+  EXPECT_THAT(t.Encode("hello hello"), ElementsAre(kHello, kHello));
+  EXPECT_THAT(t.Encode("<s>hello"),
+              ElementsAre(1, *t.TokenToId("h"), *t.TokenToId("e"), *t.TokenToId("llo")));
+  // é is not in the vocabulary: its two bytes' fallback tokens.
+  EXPECT_THAT(t.Encode("x\u00e9"), ElementsAre(kMeta, *t.TokenToId("x"), 2, 3));
+  // Characters with neither: one <unk> for the run (fuse_unk), then ordinary symbols again.
+  EXPECT_THAT(t.Encode("\u4e2d\u6587x"), ElementsAre(kMeta, 0, *t.TokenToId("x")));
+  auto j = TinyCharLevel();
+  j["model"]["fuse_unk"] = false;
+  auto unfused = Tokenizer::FromJsonText(j.dump(), "tiny.json");
+  ASSERT_TRUE(unfused.ok());
+  EXPECT_THAT((*unfused)->Encode("\u4e2d\u6587x"), ElementsAre(kMeta, 0, 0, *t.TokenToId("x")));
+  EXPECT_EQ(t.CountTokens("hello hello x\u00e9"), t.Encode("hello hello x\u00e9").size());
+}
+
+TEST(Load, NormalizersApplyInOrder) {
+  auto j = TinyCharLevel();
+  j["pre_tokenizer"] = nullptr;
+  j["normalizer"] = nlohmann::json::parse(R"({"type": "Sequence", "normalizers": [
+      {"type": "NFD"}, {"type": "StripAccents"}, {"type": "Lowercase"},
+      {"type": "Strip", "strip_left": true, "strip_right": true},
+      {"type": "Replace", "pattern": {"Regex": " +"}, "content": " "},
+      {"type": "Prepend", "prepend": "\u2581"},
+      {"type": "Replace", "pattern": {"String": " "}, "content": "\u2581"}]})");
+  auto r = Tokenizer::FromJsonText(j.dump(), "tiny.json");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  const uint32_t kHello = *(*r)->TokenToId("\u2581hello");
+  // Accents dropped, case folded, outer spaces stripped, inner runs of spaces made one, each
+  // word marked: the same ids as plain "hello hello".
+  EXPECT_THAT((*r)->Encode("  H\u00c9LLO    h\u00e9llo \t"), ElementsAre(kHello, kHello));
+  EXPECT_TRUE((*r)->Encode("").empty());  // Prepend leaves empty text empty
 }
 
 }  // namespace
