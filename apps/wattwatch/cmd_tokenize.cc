@@ -3,6 +3,7 @@
 // src/dataset/tokenize_corpus.h over src/tokenizer/.
 #include <iostream>
 #include <memory>
+#include <string>
 
 #include "commands.h"
 #include "core/exit_codes.h"
@@ -33,8 +34,9 @@ void AddTokenizeCommand(CLI::App& app, int* exit_code) {
       ->required();
   cmd->add_option("INPUT", o->input_path, "JSON-lines file, or - for standard input")->required();
   cmd->add_option("--field", o->jsonl.field, "JSON key holding the text")->capture_default_str();
-  auto* count =
-      cmd->add_flag("--count", "print totals and tokens-per-record statistics (the default)");
+  // --count is the default output; the flag exists to say so and to exclude --ids.
+  auto* count = cmd->add_flag_callback(
+      "--count", [] {}, "print totals and tokens-per-record statistics (the default)");
   auto* ids = cmd->add_flag("--ids", o->ids, "print one JSON array of ids per record");
   count->excludes(ids);
   cmd->add_flag("--json", o->json, "with --count: print the statistics as one JSON object");
