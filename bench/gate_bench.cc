@@ -6,19 +6,42 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
 #include <vector>
 
-#include "gate/corpus_writers.h"
-#include "gate/env.h"
-#include "gate/readers/sample_length_reader.h"
+#include "core/env.h"
+#include "dataset/corpus_writers.h"
+#include "dataset/sample_length_reader.h"
 
 namespace {
 
-using namespace ww::gate;
-using namespace ww::gate::testing;
+using namespace ww::dataset;
+using namespace ww::dataset::testing;
+
+// The corpora live for the process; the directory goes at exit.
+struct BenchDir {
+  BenchDir() {
+    std::string tmpl = (std::filesystem::temp_directory_path() / "ww_gate_bench_XXXXXX").string();
+    path = mkdtemp(tmpl.data());
+  }
+  ~BenchDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+  }
+  std::string operator/(const std::string& name) const { return path + "/" + name; }
+  std::string path;
+};
+
+void WriteFile(const std::string& path, const std::string& bytes) {
+  std::ofstream(path, std::ios::binary)
+      .write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+}
 
 struct Corpora {
-  TempDir dir;
+  BenchDir dir;
   Corpora() {
     std::vector<uint32_t> lengths(200000);
     for (size_t i = 0; i < lengths.size(); ++i)
@@ -46,7 +69,7 @@ void BM_Reader(benchmark::State& state, DataFormat format, const char* name) {
   uint64_t bytes = 0, samples = 0;
   std::vector<uint32_t> lengths;
   for (auto _ : state) {
-    auto reader = OpenSampleLengthReader(DefaultGateEnv(), format, path, ReaderOptions{});
+    auto reader = OpenSampleLengthReader(ww::DefaultEnv(), format, path, ReaderOptions{});
     if (!reader.ok()) {
       state.SkipWithError(reader.status().message().c_str());
       return;

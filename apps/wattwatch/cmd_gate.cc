@@ -1,9 +1,11 @@
 // `wattwatch gate JOB.yaml`: the pre-launch gate. Parses flags and prints; the work is in
 // src/gate/.
-#include <cstdio>
 #include <iostream>
+#include <memory>
+#include <string>
 
 #include "commands.h"
+#include "core/env.h"
 #include "core/exit_codes.h"
 #include "gate/gate.h"
 
@@ -34,39 +36,25 @@ void AddGateCommand(CLI::App& app, int* exit_code) {
       "unless --strict), 1 a check failed, 2 the spec or the data cannot be read (the message "
       "names "
       "the file and key).");
-  auto spec_path = std::make_shared<std::string>();
-  auto json = std::make_shared<bool>(false);
-  auto strict = std::make_shared<bool>(false);
-  auto sample_bytes = std::make_shared<uint64_t>(uint64_t{1} << 20);
-  cmd->add_option("JOB", *spec_path, "job spec (YAML), see docs/gate.md")->required();
+  auto o = std::make_shared<gate::GateCommandOptions>();
+  cmd->add_option("JOB", o->spec_path, "job spec (YAML), see docs/gate.md")->required();
   cmd->add_flag(
-      "--json", *json,
+      "--json", o->json,
       "print {\"status\", \"checks\": [{name, status, reason, details}]} instead of a table");
-  cmd->add_flag("--strict", *strict, "treat warnings as failures (exit 1)");
-  cmd->add_option("--token-sample-bytes", *sample_bytes,
-                  "bytes of binary token data sampled for the token_range check (0: lengths only)");
-  cmd->callback([=]() {
-    gate::GateEnv* env = gate::DefaultGateEnv();
-    auto spec = gate::LoadJobSpec(env, *spec_path);
-    if (!spec.ok()) {
-      std::cerr << "wattwatch gate: " << spec.status().message() << "\n";
+  cmd->add_flag("--strict", o->strict, "treat warnings as failures (exit 1)");
+  cmd->add_option("--token-sample-bytes", o->gate.token_sample_bytes,
+                  "bytes of binary token data sampled for the token_range check (0: lengths only)")
+      ->capture_default_str();
+  cmd->callback([o, exit_code]() {
+    std::string out;
+    auto code = gate::RunGateCommand(DefaultEnv(), *o, &out);
+    if (!code.ok()) {
+      std::cerr << "wattwatch gate: " << code.status().message() << "\n";
       *exit_code = kExitBadInput;
       return;
     }
-    gate::GateOptions options;
-    options.token_sample_bytes = *sample_bytes;
-    auto report = gate::RunGate(env, *spec, options);
-    if (!report.ok()) {
-      std::cerr << "wattwatch gate: " << report.status().message() << "\n";
-      *exit_code = kExitBadInput;
-      return;
-    }
-    if (*json) {
-      std::cout << gate::GateReportToJson(*report).dump(2) << "\n";
-    } else {
-      std::cout << gate::FormatGateReport(*spec, *report, *strict);
-    }
-    *exit_code = gate::GateExitCode(*report, *strict) == 0 ? kExitOk : kExitCheckFailed;
+    std::cout << out;
+    *exit_code = *code == 0 ? kExitOk : kExitCheckFailed;
   });
 }
 

@@ -1,18 +1,18 @@
 // `wattwatch iobench PATH...`: cold and warm read throughput of a training corpus, as a data
 // loader reads it. Parses flags and prints; the work is in src/measure/.
+#include <fmt/format.h>
+
 #include <iostream>
+#include <map>
 #include <memory>
-#include <optional>
 #include <string>
-#include <vector>
 
 #include "commands.h"
 #include "core/clock.h"
+#include "core/env.h"
 #include "core/exit_codes.h"
-#include "gate/env.h"
-#include "gate/tokenizer_bridge.h"
+#include "dataset/sample_length_reader.h"
 #include "measure/iobench.h"
-#include "measure/page_cache.h"
 
 namespace ww::app {
 
@@ -47,99 +47,66 @@ void AddIobenchCommand(CLI::App& app, int* exit_code) {
       "1 --need-tokens-per-s was given and the cold or the warm pass does not keep up (the output "
       "says "
       "which); 2 unusable input (a missing or malformed corpus, bad flags).");
-  struct Flags {
-    std::vector<std::string> paths;
-    std::string format = "megatron";
-    std::string field = "input_ids";
-    std::string order = "both";
-    std::string tokenizer;
-    int readers = 1;
-    uint64_t seed = 1;
-    uint64_t max_bytes = 0;
-    std::optional<uint64_t> mem_budget_bytes;
-    std::optional<double> need_tokens_per_s;
-    bool no_drop = false;
-    bool json = false;
-  };
-  auto f = std::make_shared<Flags>();
-  cmd->add_option("PATH", f->paths,
+  auto o = std::make_shared<measure::IobenchCommandOptions>();
+  measure::IobenchOptions& io = o->iobench;
+  std::map<std::string, dataset::DataFormat> formats;
+  std::string format_names;
+  for (dataset::DataFormat format : dataset::AllDataFormats()) {
+    formats.emplace(dataset::DataFormatName(format), format);
+    format_names +=
+        (format_names.empty() ? "" : " | ") + std::string(dataset::DataFormatName(format));
+  }
+  cmd->add_option("PATH", o->paths,
                   "corpus: a Megatron PREFIX (or PREFIX.idx), .npy, .jsonl or .arrow file")
       ->required();
-  cmd->add_option("--format", f->format,
-                  "megatron | npy | jsonl | arrow | text-jsonl (default megatron)")
-      ->check(CLI::IsMember({"megatron", "npy", "jsonl", "arrow", "text-jsonl"}));
-  cmd->add_option("--field", f->field,
-                  "jsonl/arrow column of token ids (default input_ids), or the text-jsonl string "
-                  "field (default text)");
-  cmd->add_option("--order", f->order,
-                  "sequential | shuffled | both (default both; shuffled is the headline)")
+  cmd->add_option("--format", io.format, format_names)
+      ->transform(CLI::CheckedTransformer(formats))
+      ->default_str(std::string(dataset::DataFormatName(io.format)));
+  cmd->add_option(
+      "--field", io.field,
+      fmt::format("jsonl/arrow column of token ids (default {}), or the text-jsonl string field "
+                  "(default {})",
+                  dataset::DefaultField(dataset::DataFormat::kJsonl),
+                  dataset::DefaultField(dataset::DataFormat::kTextJsonl)));
+  cmd->add_option_function<std::string>(
+         "--order",
+         [o](const std::string& name) { o->iobench.orders = *measure::ParseReadOrders(name); },
+         "sequential | shuffled | both (default both; shuffled is the headline)")
       ->check(CLI::IsMember({"sequential", "shuffled", "both"}));
-  cmd->add_option("--readers", f->readers, "reader threads, like DataLoader workers (default 1)")
-      ->check(CLI::Range(1, 1024));
-  cmd->add_option("--seed", f->seed, "shuffle seed (same seed, same order; default 1)");
-  cmd->add_option("--max-bytes", f->max_bytes,
-                  "read at most this many sample bytes per pass (default: all)");
-  cmd->add_option("--mem-budget-bytes", f->mem_budget_bytes,
+  cmd->add_option("--readers", io.readers, "reader threads, like DataLoader workers")
+      ->check(CLI::Range(1, 1024))
+      ->capture_default_str();
+  cmd->add_option("--seed", io.seed, "shuffle seed (same seed, same order)")->capture_default_str();
+  cmd->add_option("--max-bytes", io.max_bytes,
+                  "read at most this many sample bytes per pass (0: all)")
+      ->capture_default_str();
+  cmd->add_option("--mem-budget-bytes", io.mem_budget_bytes,
                   "judge the page-cache fit against this many bytes instead of MemAvailable (plan "
-                  "for a node with "
-                  "less RAM)");
-  cmd->add_option("--need-tokens-per-s", f->need_tokens_per_s,
+                  "for a node with less RAM)");
+  cmd->add_option("--need-tokens-per-s", io.need_tokens_per_s,
                   "tokens/s the GPUs consume; exit 1 when the cold or warm pass reads slower");
-  cmd->add_option("--tokenizer", f->tokenizer,
+  cmd->add_option("--tokenizer", o->tokenizer,
                   "tokenizer.json to count text-jsonl tokens (untimed)");
-  cmd->add_flag("--no-drop", f->no_drop,
-                "do not drop the corpus from the page cache (no cold pass): for a corpus a running "
-                "job is using");
-  cmd->add_flag("--json", f->json,
+  cmd->add_flag_callback(
+      "--no-drop", [o]() { o->iobench.drop_cache = false; },
+      "do not drop the corpus from the page cache (no cold pass): for a corpus a running job is "
+      "using");
+  cmd->add_flag("--json", o->json,
                 "print {\"size_bytes\", \"resident_fraction\", \"mem_available_bytes\", "
                 "\"fits_in_page_cache\", "
                 "\"cold\": {\"bytes_per_s\", \"tokens_per_s\", ...}, \"warm\": {...}, \"passes\", "
                 "\"verdict\", "
                 "\"notes\"}");
-  cmd->callback([f, exit_code]() {
-    measure::IobenchOptions options;
-    options.format = *gate::ParseDataFormat(f->format);
-    options.field = f->field;
-    if (f->format == "text-jsonl" && f->field == "input_ids") options.field = "text";
-    if (f->order == "sequential") options.orders = {measure::ReadOrder::kSequential};
-    if (f->order == "shuffled") options.orders = {measure::ReadOrder::kShuffled};
-    options.readers = f->readers;
-    options.seed = f->seed;
-    options.max_bytes = f->max_bytes;
-    options.mem_budget_bytes = f->mem_budget_bytes;
-    options.need_tokens_per_s = f->need_tokens_per_s;
-    options.drop_cache = !f->no_drop;
-    std::unique_ptr<gate::TokenCounter> counter;
-    if (!f->tokenizer.empty()) {
-      if (f->format != "text-jsonl") {
-        std::cerr << "wattwatch iobench: --tokenizer is for --format text-jsonl; pretokenized "
-                     "formats carry their "
-                     "token ids\n";
-        *exit_code = kExitBadInput;
-        return;
-      }
-      auto made = gate::MakeTokenizerCounter(f->tokenizer);
-      if (!made.ok()) {
-        std::cerr << "wattwatch iobench: " << made.status().message() << "\n";
-        *exit_code = kExitBadInput;
-        return;
-      }
-      counter = std::move(*made);
-      options.tokenizer = counter.get();
-    }
-    auto report = measure::RunIobench(gate::DefaultGateEnv(), measure::DefaultPageCache(),
-                                      SystemClock(), f->paths, options);
-    if (!report.ok()) {
-      std::cerr << "wattwatch iobench: " << report.status().message() << "\n";
+  cmd->callback([o, exit_code]() {
+    std::string out;
+    auto code = measure::RunIobenchCommand(DefaultEnv(), SystemClock(), *o, &out);
+    if (!code.ok()) {
+      std::cerr << "wattwatch iobench: " << code.status().message() << "\n";
       *exit_code = kExitBadInput;
       return;
     }
-    if (f->json) {
-      std::cout << measure::IobenchToJson(*report).dump(2) << "\n";
-    } else {
-      std::cout << measure::FormatIobench(*report);
-    }
-    *exit_code = measure::IobenchExitCode(*report) == 0 ? kExitOk : kExitCheckFailed;
+    std::cout << out;
+    *exit_code = *code == 0 ? kExitOk : kExitCheckFailed;
   });
 }
 

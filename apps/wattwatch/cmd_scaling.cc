@@ -5,8 +5,8 @@
 #include <string>
 
 #include "commands.h"
+#include "core/env.h"
 #include "core/exit_codes.h"
-#include "gate/env.h"
 #include "measure/scaling.h"
 
 namespace ww::app {
@@ -35,39 +35,27 @@ void AddScalingCommand(CLI::App& app, int* exit_code) {
       "Exit codes: 0 every count scales at or above the threshold; 1 some count falls under it; 2 "
       "unusable "
       "input (the message names file:line and the field).");
-  auto path = std::make_shared<std::string>();
-  auto min_efficiency = std::make_shared<double>(0.8);
-  auto json = std::make_shared<bool>(false);
-  cmd->add_option("RUNS", *path, "CSV of gpus,tokens_per_s")->required();
-  cmd->add_option("--min-efficiency", *min_efficiency,
-                  "flag efficiencies under this (0..1, default 0.8)")
-      ->check(CLI::Range(0.0, 1.0));
+  auto o = std::make_shared<measure::ScalingCommandOptions>();
+  cmd->add_option("RUNS", o->runs_path, "CSV of gpus,tokens_per_s")->required();
+  cmd->add_option("--min-efficiency", o->min_efficiency, "flag efficiencies under this (0..1)")
+      ->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str();
   cmd->add_flag(
-      "--json", *json,
+      "--json", o->json,
       "print {\"min_efficiency\", \"baseline_gpus\", \"rows\": [{gpus, tokens_per_s, speedup, "
       "ideal_speedup, efficiency, tokens_per_s_per_gpu, marginal_tokens_per_s_per_gpu, "
       "below_threshold}], "
       "\"any_below_threshold\"}");
-  cmd->callback([=]() {
-    auto text = gate::ReadSmallFile(gate::DefaultGateEnv(), *path, uint64_t{16} << 20);
-    if (!text.ok()) {
-      std::cerr << "wattwatch scaling: " << text.status().message() << "\n";
+  cmd->callback([o, exit_code]() {
+    std::string out;
+    auto code = measure::RunScalingCommand(DefaultEnv(), *o, &out);
+    if (!code.ok()) {
+      std::cerr << "wattwatch scaling: " << code.status().message() << "\n";
       *exit_code = kExitBadInput;
       return;
     }
-    auto points = measure::ParseScalingCsv(*text, *path);
-    if (!points.ok()) {
-      std::cerr << "wattwatch scaling: " << points.status().message() << "\n";
-      *exit_code = kExitBadInput;
-      return;
-    }
-    const measure::ScalingReport report = measure::ComputeScaling(*points, *min_efficiency);
-    if (*json) {
-      std::cout << measure::ScalingToJson(report).dump(2) << "\n";
-    } else {
-      std::cout << measure::FormatScaling(report);
-    }
-    *exit_code = measure::ScalingExitCode(report) == 0 ? kExitOk : kExitCheckFailed;
+    std::cout << out;
+    *exit_code = *code == 0 ? kExitOk : kExitCheckFailed;
   });
 }
 

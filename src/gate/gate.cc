@@ -7,20 +7,11 @@
 #include <filesystem>
 #include <set>
 
-#include "gate/tokenizer_bridge.h"
+#include "core/format.h"
+#include "dataset/tokenizer_counter.h"
 
 namespace ww::gate {
 namespace {
-
-std::string Bytes(double b) {
-  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
-  int u = 0;
-  while (b >= 1024 && u < 5) {
-    b /= 1024;
-    ++u;
-  }
-  return u == 0 ? fmt::format("{:.0f} B", b) : fmt::format("{:.1f} {}", b, units[u]);
-}
 
 CheckResult Make(const char* name, CheckStatus status, std::string reason) {
   CheckResult r;
@@ -65,27 +56,27 @@ BatchingConfig MakeBatchingConfig(const JobSpec& spec) {
   return c;
 }
 
-Result<CorpusSummary> ReadCorpus(GateEnv* env, const JobSpec& spec, TokenCounter* tokenizer,
+Result<CorpusSummary> ReadCorpus(Env* env, const JobSpec& spec, dataset::TokenCounter* tokenizer,
                                  const GateOptions& options) {
   Clock* clock = options.clock ? options.clock : SystemClock();
   CorpusSummary out;
-  ReaderOptions ro;
+  dataset::ReaderOptions ro;
   ro.field = spec.data.field;
   ro.token_sample_bytes = options.token_sample_bytes;
   ro.tokenizer = tokenizer;
   ro.chunk_samples = size_t{1} << 18;
-  out.ids_complete =
-      spec.data.format == DataFormat::kJsonl || spec.data.format == DataFormat::kTextJsonl;
+  out.ids_complete = spec.data.format == dataset::DataFormat::kJsonl ||
+                     spec.data.format == dataset::DataFormat::kTextJsonl;
   for (const auto& path : spec.data.paths) {
     const int64_t start_ns = clock->NowMonotonicNs();
-    auto reader = OpenSampleLengthReader(env, spec.data.format, path, ro);
+    auto reader = dataset::OpenSampleLengthReader(env, spec.data.format, path, ro);
     if (!reader.ok()) return reader.status();
     out.corpus.file_starts.push_back(out.corpus.lengths.size());
     const size_t before = out.corpus.lengths.size();
-    WW_RETURN_IF_ERROR(ReadAllLengths(reader->get(), &out.corpus.lengths));
+    WW_RETURN_IF_ERROR(dataset::ReadAllLengths(reader->get(), &out.corpus.lengths));
     SourceRead read;
     read.path = path;
-    read.format = std::string(DataFormatName(spec.data.format));
+    read.format = std::string(dataset::DataFormatName(spec.data.format));
     read.samples = out.corpus.lengths.size() - before;
     read.bytes_read = (*reader)->bytes_read();
     read.seconds = static_cast<double>(clock->NowMonotonicNs() - start_ns) / 1e9;
@@ -308,7 +299,7 @@ CheckResult CheckTokenRange(const JobSpec& spec, const CorpusSummary& corpus) {
   CheckResult r;
   r.name = "token_range";
   const auto vocab = spec.model ? spec.model->vocab_size : std::nullopt;
-  const TokenIdRange& ids = corpus.ids;
+  const dataset::TokenIdRange& ids = corpus.ids;
   r.details["ids_seen"] = ids.ids_seen;
   r.details["ids_sampled"] = !corpus.ids_complete;
   if (ids.ids_seen) {
@@ -459,8 +450,8 @@ CheckResult CheckCkptSpace(const JobSpec& spec, std::optional<uint64_t> free_byt
   r.details["bytes_free"] = *free_bytes;
   const std::string numbers =
       fmt::format("{} free on {}; {:.3g} params x {} B x (keep {} + 1) = {}",
-                  Bytes(static_cast<double>(*free_bytes)), c.dir, *spec.model->params,
-                  c.bytes_per_param, c.keep, Bytes(need));
+                  FormatBytes(static_cast<double>(*free_bytes)), c.dir, *spec.model->params,
+                  c.bytes_per_param, c.keep, FormatBytes(need));
   if (static_cast<double>(*free_bytes) < need) {
     r.status = CheckStatus::kFail;
     r.reason =
@@ -626,21 +617,21 @@ CheckResult CheckPageCache(const JobSpec& spec, const PageCacheFacts& f) {
     r.reason = fmt::format(
         "corpus {} {} fits in the page cache of {} RAM{}: after the first epoch reads come from "
         "memory, so network storage is as fast as a local copy",
-        Bytes(corpus), where, Bytes(mem), resident);
+        FormatBytes(corpus), where, FormatBytes(mem), resident);
   } else {
     r.status = CheckStatus::kWarn;
     r.reason = fmt::format(
         "corpus {} {} does not fit in the page cache of {} RAM{}: every epoch re-reads it from "
         "storage{}; measure the loader's throughput before trusting 'network is as fast as local'",
-        Bytes(corpus), where, Bytes(mem), resident,
+        FormatBytes(corpus), where, FormatBytes(mem), resident,
         f.network_fs ? ", so the network file system bounds tokens/s" : "");
   }
   (void)spec;
   return r;
 }
 
-Result<TokenizerFacts> ReadTokenizerFacts(GateEnv* env, const std::string& path) {
-  auto text = ReadSmallFile(env, path, uint64_t{256} << 20);
+Result<TokenizerFacts> ReadTokenizerFacts(Env* env, const std::string& path) {
+  auto text = env->ReadFileToString(path, uint64_t{256} << 20);
   if (!text.ok()) return text.status();
   auto j = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
   if (!j.is_object())
@@ -690,7 +681,7 @@ Result<TokenizerFacts> ReadTokenizerFacts(GateEnv* env, const std::string& path)
     return std::nullopt;
   };
   if (env->FileExists(config_path)) {
-    auto config_text = ReadSmallFile(env, config_path, uint64_t{64} << 20);
+    auto config_text = env->ReadFileToString(config_path, uint64_t{64} << 20);
     if (config_text.ok()) {
       auto c = nlohmann::json::parse(*config_text, nullptr, false);
       if (c.is_object()) {
@@ -725,7 +716,7 @@ Result<TokenizerFacts> ReadTokenizerFacts(GateEnv* env, const std::string& path)
   return facts;
 }
 
-Result<GateReport> RunGate(GateEnv* env, const JobSpec& spec, const GateOptions& options) {
+Result<GateReport> RunGate(Env* env, const JobSpec& spec, const GateOptions& options) {
   GateReport report;
   std::optional<TokenizerFacts> tok;
   if (spec.data.tokenizer) {
@@ -736,9 +727,10 @@ Result<GateReport> RunGate(GateEnv* env, const JobSpec& spec, const GateOptions&
     }
     tok = std::move(*facts);
   }
-  std::unique_ptr<TokenCounter> counter;
-  if (spec.data.format == DataFormat::kTextJsonl) {
-    auto factory = options.tokenizer_factory ? options.tokenizer_factory : &MakeTokenizerCounter;
+  std::unique_ptr<dataset::TokenCounter> counter;
+  if (spec.data.format == dataset::DataFormat::kTextJsonl) {
+    auto factory =
+        options.tokenizer_factory ? options.tokenizer_factory : &dataset::MakeTokenizerCounter;
     auto made = factory(*spec.data.tokenizer);
     if (!made.ok()) return made.status();
     counter = std::move(*made);
@@ -757,7 +749,7 @@ Result<GateReport> RunGate(GateEnv* env, const JobSpec& spec, const GateOptions&
   }
   std::vector<std::pair<std::string, EnvDump>> dumps;
   for (const auto& path : spec.nodes_env) {
-    auto text = ReadSmallFile(env, path, uint64_t{16} << 20);
+    auto text = env->ReadFileToString(path, uint64_t{16} << 20);
     if (!text.ok())
       return Status::InvalidInput(
           fmt::format("{}: nodes_env: {}", spec.spec_path, text.status().message()));
@@ -775,7 +767,7 @@ Result<GateReport> RunGate(GateEnv* env, const JobSpec& spec, const GateOptions&
       resident_ok = false;
   }
   if (resident_ok) pc.resident_bytes = resident;
-  if (auto mem = env->MemTotalBytes(); mem.ok()) pc.mem_total_bytes = *mem;
+  if (auto mem = env->ReadMemInfo(); mem.ok()) pc.mem_total_bytes = mem->total_bytes;
   if (!spec.data.paths.empty())
     pc.network_fs =
         env->NetworkFsType(corpus->files.empty() ? spec.data.paths[0] : corpus->files[0].first);
@@ -890,6 +882,16 @@ std::string FormatGateReport(const JobSpec& spec, const GateReport& report, bool
   const int code = GateExitCode(report, strict);
   out += fmt::format("\nresult: {} (exit {})\n", CheckStatusName(report.overall), code);
   return out;
+}
+
+Result<int> RunGateCommand(Env* env, const GateCommandOptions& options, std::string* out) {
+  auto spec = LoadJobSpec(env, options.spec_path);
+  if (!spec.ok()) return spec.status();
+  auto report = RunGate(env, *spec, options.gate);
+  if (!report.ok()) return report.status();
+  *out = options.json ? GateReportToJson(*report).dump(2) + "\n"
+                      : FormatGateReport(*spec, *report, options.strict);
+  return GateExitCode(*report, options.strict);
 }
 
 }  // namespace ww::gate

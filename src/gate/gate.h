@@ -2,7 +2,7 @@
 // runs every check (steps_equal, nonempty, shard_balance, global_batch, seq_fit, token_range,
 // pad_eos, tokenizer_match, ckpt_space, env_consistency, topology, page_cache).
 // Each check is a pure function of the spec and what was read, so checks are table-tested;
-// RunGate does the I/O through GateEnv.
+// RunGate does the I/O through core's Env (files, free space, memory, page cache).
 // Thread-safety: functions only; RunGate uses the env and clock it is given.
 #pragma once
 
@@ -14,11 +14,11 @@
 #include <vector>
 
 #include "core/clock.h"
+#include "core/env.h"
 #include "core/status.h"
-#include "gate/env.h"
+#include "dataset/sample_length_reader.h"
 #include "gate/job_spec.h"
 #include "gate/packing.h"
-#include "gate/readers/sample_length_reader.h"
 
 namespace ww::gate {
 
@@ -46,8 +46,8 @@ struct CorpusSummary {
   CorpusLengths corpus;
   std::vector<std::pair<std::string, uint64_t>> files;  // every file behind the paths, with sizes
   uint64_t total_tokens = 0;
-  std::optional<TokenDtype> dtype;
-  TokenIdRange ids;
+  std::optional<dataset::TokenDtype> dtype;
+  dataset::TokenIdRange ids;
   bool ids_complete = false;  // every id seen (text formats), not a sample
   std::vector<SourceRead> sources;
 };
@@ -62,7 +62,7 @@ struct TokenizerFacts {
 };
 
 // Parses tokenizer.json (and tokenizer_config.json next to it, when present).
-Result<TokenizerFacts> ReadTokenizerFacts(GateEnv* env, const std::string& tokenizer_json_path);
+Result<TokenizerFacts> ReadTokenizerFacts(Env* env, const std::string& tokenizer_json_path);
 
 // `env` dump (KEY=VALUE lines) of one node.
 using EnvDump = std::map<std::string, std::string>;
@@ -70,12 +70,12 @@ EnvDump ParseEnvDump(const std::string& text);
 
 // Makes the encoder for text-jsonl; Unavailable when the tokenizer library is not built.
 using TokenCounterFactory =
-    Result<std::unique_ptr<TokenCounter>> (*)(const std::string& tokenizer_json_path);
+    Result<std::unique_ptr<dataset::TokenCounter>> (*)(const std::string& tokenizer_json_path);
 
 struct GateOptions {
   Clock* clock = nullptr;  // for the read timings; SystemClock() when null
   uint64_t token_sample_bytes = uint64_t{1} << 20;
-  TokenCounterFactory tokenizer_factory = nullptr;  // MakeTokenizerCounter when null
+  TokenCounterFactory tokenizer_factory = nullptr;  // dataset::MakeTokenizerCounter when null
 };
 
 struct GateReport {
@@ -86,7 +86,7 @@ struct GateReport {
 };
 
 // Reads every data path. Errors (missing or malformed data) are for exit code 2.
-Result<CorpusSummary> ReadCorpus(GateEnv* env, const JobSpec& spec, TokenCounter* tokenizer,
+Result<CorpusSummary> ReadCorpus(Env* env, const JobSpec& spec, dataset::TokenCounter* tokenizer,
                                  const GateOptions& options);
 
 BatchingConfig MakeBatchingConfig(const JobSpec& spec);
@@ -114,12 +114,26 @@ struct PageCacheFacts {
 CheckResult CheckPageCache(const JobSpec& spec, const PageCacheFacts& facts);
 
 // Runs everything. Error Status only for a spec or data the gate cannot read (exit 2).
-Result<GateReport> RunGate(GateEnv* env, const JobSpec& spec, const GateOptions& options);
+Result<GateReport> RunGate(Env* env, const JobSpec& spec, const GateOptions& options);
 
 // Exit code for a report: 0 pass (warnings too unless strict), 1 any fail.
 int GateExitCode(const GateReport& report, bool strict);
 
 nlohmann::json GateReportToJson(const GateReport& report);
 std::string FormatGateReport(const JobSpec& spec, const GateReport& report, bool strict);
+
+// `wattwatch gate JOB.yaml`: the command's flags, which the CLI binds straight to these fields
+// (so each default lives here, once).
+struct GateCommandOptions {
+  std::string spec_path;
+  bool json = false;    // the report as GateReportToJson instead of the table
+  bool strict = false;  // warnings fail too (exit 1)
+  GateOptions gate;
+};
+
+// Loads the spec, runs the gate and renders the report into *out. Returns the exit code the
+// report deserves (GateExitCode: 0 or 1); an error Status is a spec or data the gate cannot read
+// (exit 2), its message naming the file and key.
+Result<int> RunGateCommand(Env* env, const GateCommandOptions& options, std::string* out);
 
 }  // namespace ww::gate

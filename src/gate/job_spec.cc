@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <initializer_list>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string_view>
 
@@ -150,6 +151,37 @@ class SpecParser {
   std::string base_dir_;
 };
 
+// yaml-cpp keeps the first of two equal keys in a mapping; PyYAML, which the training script
+// reads the same file with, keeps the last. Rather than gate a different job than the one that
+// runs, refuse the file, naming both lines. Keys deeper than the spec goes are not looked at.
+Status CheckDuplicateKeys(const YAML::Node& node, const std::string& where, const std::string& file,
+                          int depth = 0) {
+  constexpr int kMaxDepth = 8;  // the spec nests three levels (data.paths[i])
+  if (depth > kMaxDepth) return Status::Ok();
+  if (node.IsMap()) {
+    std::map<std::string, int> first_line;
+    for (const auto& kv : node) {
+      const std::string key = kv.first.IsScalar() ? kv.first.Scalar() : YAML::Dump(kv.first);
+      const std::string full = where.empty() ? key : fmt::format("{}.{}", where, key);
+      const int line = kv.first.Mark().line + 1;
+      auto [it, added] = first_line.emplace(key, line);
+      if (!added) {
+        return Status::InvalidInput(fmt::format(
+            "{}:{}: {}: duplicate key, first given at line {}; PyYAML (which reads the training "
+            "config) would take the value at line {}, the gate the one at line {}: keep one",
+            file, line, full, it->second, line, it->second));
+      }
+      WW_RETURN_IF_ERROR(CheckDuplicateKeys(kv.second, full, file, depth + 1));
+    }
+  } else if (node.IsSequence()) {
+    for (size_t i = 0; i < node.size(); ++i) {
+      WW_RETURN_IF_ERROR(
+          CheckDuplicateKeys(node[i], fmt::format("{}[{}]", where, i), file, depth + 1));
+    }
+  }
+  return Status::Ok();
+}
+
 #define WW_ASSIGN(lhs, expr)                \
   do {                                      \
     auto ww_r_ = (expr);                    \
@@ -218,20 +250,21 @@ Result<JobSpec> ParseRoot(const YAML::Node& root, const SpecParser& p) {
   WW_RETURN_IF_ERROR(p.CheckKeys(n, "data", {"format", "paths", "field", "tokenizer"}));
   if (!n["format"])
     return p.Error(n, "data.format", "missing (required): megatron|npy|jsonl|arrow|text-jsonl");
-  WW_ASSIGN(spec.data.format, p.Enum<DataFormat>(n["format"], "data.format", ParseDataFormat,
-                                                 "megatron|npy|jsonl|arrow|text-jsonl"));
+  WW_ASSIGN(spec.data.format,
+            p.Enum<dataset::DataFormat>(n["format"], "data.format", dataset::ParseDataFormat,
+                                        "megatron|npy|jsonl|arrow|text-jsonl"));
   if (!n["paths"])
     return p.Error(n, "data.paths", "missing (required): a list of files or prefixes");
   WW_ASSIGN(spec.data.paths, p.StringList(n["paths"], "data.paths"));
   for (auto& path : spec.data.paths) path = p.Resolve(path);
-  if (spec.data.format == DataFormat::kTextJsonl) spec.data.field = "text";
+  spec.data.field = std::string(dataset::DefaultField(spec.data.format));
   if (auto v = n["field"]) WW_ASSIGN(spec.data.field, p.String(v, "data.field"));
   if (auto v = n["tokenizer"]) {
     std::string t;
     WW_ASSIGN(t, p.String(v, "data.tokenizer"));
     spec.data.tokenizer = p.Resolve(t);
   }
-  if (spec.data.format == DataFormat::kTextJsonl && !spec.data.tokenizer) {
+  if (spec.data.format == dataset::DataFormat::kTextJsonl && !spec.data.tokenizer) {
     return p.Error(n, "data.tokenizer", "missing: text-jsonl needs a tokenizer.json");
   }
 
@@ -288,6 +321,7 @@ Result<JobSpec> ParseJobSpec(const std::string& yaml_text, const std::string& sp
     if (!root.IsMap())
       return Status::InvalidInput(
           fmt::format("{}: expected a YAML mapping of keys at the top level", spec_path));
+    WW_RETURN_IF_ERROR(CheckDuplicateKeys(root, "", spec_path));
     return ParseRoot(root, parser);
   } catch (const YAML::Exception& e) {
     return Status::InvalidInput(
@@ -318,13 +352,13 @@ std::optional<double> EstimateParamsFromConfig(const std::string& text) {
   return *layers * (attn + mlp + norms) + *vocab * *hidden * (tied ? 1 : 2) + *hidden;
 }
 
-Result<JobSpec> LoadJobSpec(GateEnv* env, const std::string& spec_path) {
-  auto text = ReadSmallFile(env, spec_path, 1 << 20);
+Result<JobSpec> LoadJobSpec(Env* env, const std::string& spec_path) {
+  auto text = env->ReadFileToString(spec_path, 1 << 20);
   if (!text.ok()) return text.status();
   auto spec = ParseJobSpec(*text, spec_path);
   if (!spec.ok() || !spec->model || !spec->model->config) return spec;
   ModelSpec& model = *spec->model;
-  auto config = ReadSmallFile(env, *model.config, 16 << 20);
+  auto config = env->ReadFileToString(*model.config, 16 << 20);
   if (!config.ok()) {
     return Status::InvalidInput(
         fmt::format("{}: model.config: {}", spec_path, config.status().message()));

@@ -9,15 +9,15 @@
 #include <string>
 #include <vector>
 
+#include "core/env.h"
 #include "core/status.h"
-#include "gate/env.h"
+#include "dataset/sample_length_reader.h"
 #include "gate/packing.h"
-#include "gate/readers/sample_length_reader.h"
 
 namespace ww::gate {
 
 struct DataSpec {
-  DataFormat format = DataFormat::kMegatron;
+  dataset::DataFormat format = dataset::DataFormat::kMegatron;
   std::vector<std::string> paths;  // resolved against the spec file's directory
   std::string field = "input_ids";
   std::optional<std::string> tokenizer;  // tokenizer.json (resolved)
@@ -68,7 +68,7 @@ Result<JobSpec> ParseJobSpec(const std::string& yaml_text, const std::string& sp
 
 // Reads the spec file and, when model.config is given, fills the model fields it lacks from
 // the HF config.json (estimating params from its shapes when params is absent).
-Result<JobSpec> LoadJobSpec(GateEnv* env, const std::string& spec_path);
+Result<JobSpec> LoadJobSpec(Env* env, const std::string& spec_path);
 
 // Parameter count of a decoder-only transformer from an HF config.json's fields
 // (hidden_size, num_hidden_layers, intermediate_size, heads, kv heads, vocab, tied embeddings);

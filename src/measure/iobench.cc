@@ -10,12 +10,15 @@
 #include <random>
 #include <thread>
 
+#include "core/format.h"
+#include "dataset/tokenizer_counter.h"
+
 namespace ww::measure {
 namespace {
 
 // Raw text without a tokenizer: the jsonl reader still finds each line (its extent), and every
 // sample counts as 0 tokens, which the report then calls "unknown" rather than zero.
-class NoTokenIds final : public gate::TokenCounter {
+class NoTokenIds final : public dataset::TokenCounter {
  public:
   Status Encode(std::string_view, std::vector<uint32_t>* ids) override {
     ids->clear();
@@ -24,7 +27,7 @@ class NoTokenIds final : public gate::TokenCounter {
 };
 
 struct Sample {
-  gate::SampleExtent extent;  // file_index into Plan::files
+  dataset::SampleExtent extent;  // file_index into Plan::files
   uint32_t tokens = 0;
 };
 
@@ -33,11 +36,11 @@ struct Plan {
   std::vector<Sample> samples;
 };
 
-Result<uint64_t> ResidentBytes(PageCache* cache, const std::vector<FileFacts>& files,
+Result<uint64_t> ResidentBytes(Env* env, const std::vector<FileFacts>& files,
                                std::vector<uint64_t>* each) {
   uint64_t total = 0;
   for (const FileFacts& f : files) {
-    auto r = cache->ResidentBytes(f.path);
+    auto r = env->ResidentBytes(f.path);
     if (!r.ok()) return r.status();
     const uint64_t bytes = std::min(*r, f.size_bytes);
     if (each) each->push_back(bytes);
@@ -46,21 +49,21 @@ Result<uint64_t> ResidentBytes(PageCache* cache, const std::vector<FileFacts>& f
   return total;
 }
 
-Result<Plan> BuildPlan(gate::GateEnv* env, PageCache* cache, const std::vector<std::string>& paths,
+Result<Plan> BuildPlan(Env* env, const std::vector<std::string>& paths,
                        const IobenchOptions& options) {
   NoTokenIds no_tokens;
-  gate::ReaderOptions ro;
-  ro.field = options.field;
+  dataset::ReaderOptions ro;
+  ro.field = options.field ? *options.field : std::string(dataset::DefaultField(options.format));
   ro.token_sample_bytes = 0;  // the id range is the gate's business; read no token data here
   ro.tokenizer = options.tokenizer ? options.tokenizer : &no_tokens;
   Plan plan;
   // Open every corpus first (headers only), so residency is measured before planning reads the
   // indexes, or the whole file for jsonl, into the cache.
-  std::vector<std::unique_ptr<gate::SampleLengthReader>> readers;
+  std::vector<std::unique_ptr<dataset::SampleLengthReader>> readers;
   std::vector<std::vector<uint32_t>> to_plan;  // per reader: its file index -> plan's
   std::map<std::string, uint32_t> file_index;
   for (const std::string& path : paths) {
-    auto reader = gate::OpenSampleLengthReader(env, options.format, path, ro);
+    auto reader = dataset::OpenSampleLengthReader(env, options.format, path, ro);
     if (!reader.ok()) return reader.status();
     std::vector<uint32_t> global;
     for (const auto& [file, size] : (*reader)->files()) {
@@ -72,15 +75,15 @@ Result<Plan> BuildPlan(gate::GateEnv* env, PageCache* cache, const std::vector<s
     to_plan.push_back(std::move(global));
   }
   std::vector<uint64_t> resident_each;
-  auto resident = ResidentBytes(cache, plan.files, &resident_each);
+  auto resident = ResidentBytes(env, plan.files, &resident_each);
   if (!resident.ok()) return resident.status();
   for (size_t i = 0; i < plan.files.size(); ++i) plan.files[i].resident_bytes = resident_each[i];
 
   for (size_t r = 0; r < readers.size(); ++r) {
     std::vector<uint32_t> lengths;
-    std::vector<gate::SampleExtent> extents;
+    std::vector<dataset::SampleExtent> extents;
     readers[r]->set_extent_sink(&extents);
-    WW_RETURN_IF_ERROR(gate::ReadAllLengths(readers[r].get(), &lengths));
+    WW_RETURN_IF_ERROR(dataset::ReadAllLengths(readers[r].get(), &lengths));
     if (extents.size() != lengths.size()) {
       return Status::InvalidInput(
           fmt::format("{}: holds sample lengths only, no sample data to read (a 1-D lengths "
@@ -90,7 +93,7 @@ Result<Plan> BuildPlan(gate::GateEnv* env, PageCache* cache, const std::vector<s
     }
     plan.samples.reserve(plan.samples.size() + lengths.size());
     for (size_t i = 0; i < lengths.size(); ++i) {
-      gate::SampleExtent e = extents[i];
+      dataset::SampleExtent e = extents[i];
       e.file_index = to_plan[r].at(e.file_index);
       plan.samples.push_back(Sample{e, lengths[i]});
     }
@@ -109,7 +112,7 @@ struct PassCounts {
 
 // Reads samples order[0..count) with `readers` threads, each pread of one sample (in pieces of
 // at most kPieceBytes so a 64 MB jsonl line does not need a 64 MB buffer per thread).
-Result<PassCounts> ReadSamples(const std::vector<std::unique_ptr<gate::RandomAccessFile>>& files,
+Result<PassCounts> ReadSamples(const std::vector<std::unique_ptr<RandomAccessFile>>& files,
                                const std::vector<Sample>& samples,
                                const std::vector<uint64_t>& order, size_t count, int readers,
                                Clock* clock) {
@@ -126,7 +129,7 @@ Result<PassCounts> ReadSamples(const std::vector<std::unique_ptr<gate::RandomAcc
       const size_t i = next.fetch_add(1, std::memory_order_relaxed);
       if (i >= count) break;
       const Sample& s = samples[order[i]];
-      const gate::RandomAccessFile& file = *files[s.extent.file_index];
+      const RandomAccessFile& file = *files[s.extent.file_index];
       uint64_t done = 0;
       while (done < s.extent.bytes) {
         const uint64_t n = std::min(kPieceBytes, s.extent.bytes - done);
@@ -164,15 +167,8 @@ Result<PassCounts> ReadSamples(const std::vector<std::unique_ptr<gate::RandomAcc
   return total;
 }
 
-std::string Bytes(double bytes) {
-  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
-  int u = 0;
-  while (bytes >= 1024 && u < 5) {
-    bytes /= 1024;
-    ++u;
-  }
-  return u == 0 ? fmt::format("{:.0f} B", bytes) : fmt::format("{:.2f} {}", bytes, units[u]);
-}
+// iobench prints sizes with two decimals (the gate one): a pass reads a few MiB in tests.
+std::string Bytes(double bytes) { return FormatBytes(bytes, 2); }
 
 // Decimal rates, as disks and networks are sold: MB/s = 1e6 bytes/s.
 std::string Rate(double per_s, const char* unit) {
@@ -224,15 +220,14 @@ std::vector<uint64_t> SampleOrder(uint64_t samples, ReadOrder order, uint64_t se
   return out;
 }
 
-Result<IobenchReport> RunIobench(gate::GateEnv* env, PageCache* cache, Clock* clock,
-                                 const std::vector<std::string>& paths,
+Result<IobenchReport> RunIobench(Env* env, Clock* clock, const std::vector<std::string>& paths,
                                  const IobenchOptions& options) {
   if (paths.empty()) return Status::InvalidInput("no corpus path given");
   if (options.readers < 1 || options.readers > 1024) {
     return Status::InvalidInput(fmt::format("--readers {}: must be 1..1024", options.readers));
   }
   if (options.orders.empty()) return Status::InvalidInput("no read order given");
-  const bool text = options.format == gate::DataFormat::kTextJsonl;
+  const bool text = options.format == dataset::DataFormat::kTextJsonl;
   const bool has_tokens = !text || options.tokenizer != nullptr;
   if (options.need_tokens_per_s) {
     if (!(*options.need_tokens_per_s > 0)) {
@@ -252,14 +247,14 @@ Result<IobenchReport> RunIobench(gate::GateEnv* env, PageCache* cache, Clock* cl
   report.seed = options.seed;
   report.max_bytes = options.max_bytes;
 
-  auto plan = BuildPlan(env, cache, paths, options);
+  auto plan = BuildPlan(env, paths, options);
   if (!plan.ok()) return plan.status();
   report.files = plan->files;
   uint64_t resident_bytes = 0;
   for (FileFacts& f : report.files) {
     report.size_bytes += f.size_bytes;
     resident_bytes += f.resident_bytes;
-    f.allocated_bytes = cache->AllocatedBytes(f.path);
+    f.allocated_bytes = env->AllocatedBytes(f.path);
   }
   report.resident_fraction = Fraction(resident_bytes, report.size_bytes);
   report.samples = plan->samples.size();
@@ -277,13 +272,18 @@ Result<IobenchReport> RunIobench(gate::GateEnv* env, PageCache* cache, Clock* cl
     report.mem_available_bytes = *options.mem_budget_bytes;
     report.mem_from_budget = true;
   } else {
-    auto mem = cache->MemAvailableBytes();
+    auto mem = env->ReadMemInfo();
     if (!mem.ok()) return mem.status();
-    report.mem_available_bytes = *mem;
+    if (!mem->available_bytes) {
+      return Status::Unavailable(
+          "/proc/meminfo: no MemAvailable line (Linux 3.14 or later has one); give "
+          "--mem-budget-bytes");
+    }
+    report.mem_available_bytes = *mem->available_bytes;
   }
   report.fits_in_page_cache = report.size_bytes <= report.mem_available_bytes;
 
-  std::vector<std::unique_ptr<gate::RandomAccessFile>> files;
+  std::vector<std::unique_ptr<RandomAccessFile>> files;
   for (const FileFacts& f : report.files) {
     auto file = env->OpenFile(f.path);
     if (!file.ok()) return file.status();
@@ -303,7 +303,7 @@ Result<IobenchReport> RunIobench(gate::GateEnv* env, PageCache* cache, Clock* cl
       PassResult pass;
       pass.order = order;
       pass.cold = cold;
-      auto before = ResidentBytes(cache, report.files, nullptr);
+      auto before = ResidentBytes(env, report.files, nullptr);
       if (!before.ok()) return before.status();
       pass.resident_fraction_before = Fraction(*before, report.size_bytes);
       auto counts = ReadSamples(files, plan->samples, sample_order, count, options.readers, clock);
@@ -318,7 +318,7 @@ Result<IobenchReport> RunIobench(gate::GateEnv* env, PageCache* cache, Clock* cl
       return Status::Ok();
     };
     if (options.drop_cache) {
-      for (const FileFacts& f : report.files) WW_RETURN_IF_ERROR(cache->Drop(f.path));
+      for (const FileFacts& f : report.files) WW_RETURN_IF_ERROR(env->DropCachedPages(f.path));
       WW_RETURN_IF_ERROR(run_pass(/*cold=*/true));
     } else {
       // Fill the cache untimed, so "warm" means warm even when the corpus was not cached.
@@ -407,7 +407,7 @@ Result<IobenchReport> RunIobench(gate::GateEnv* env, PageCache* cache, Clock* cl
 
 nlohmann::json IobenchToJson(const IobenchReport& r) {
   nlohmann::json j;
-  j["format"] = std::string(gate::DataFormatName(r.format));
+  j["format"] = std::string(dataset::DataFormatName(r.format));
   j["files"] = nlohmann::json::array();
   for (const FileFacts& f : r.files) {
     j["files"].push_back({{"path", f.path},
@@ -453,7 +453,7 @@ std::string FormatIobench(const IobenchReport& r) {
   std::string out;
   out += fmt::format(
       "corpus: {} ({}), {} file{}, {} samples, {} of sample data{}\n",
-      Bytes(static_cast<double>(r.size_bytes)), gate::DataFormatName(r.format), r.files.size(),
+      Bytes(static_cast<double>(r.size_bytes)), dataset::DataFormatName(r.format), r.files.size(),
       r.files.size() == 1 ? "" : "s", r.samples, Bytes(static_cast<double>(r.sample_bytes)),
       r.tokens ? fmt::format(", {} tokens", *r.tokens) : std::string(", tokens unknown"));
   out += fmt::format("page cache: {:.0f} % resident before the run; {} {} -> {}\n",
@@ -493,5 +493,32 @@ std::string FormatIobench(const IobenchReport& r) {
 }
 
 int IobenchExitCode(const IobenchReport& r) { return r.verdict && !r.verdict->keeps_up ? 1 : 0; }
+
+std::optional<std::vector<ReadOrder>> ParseReadOrders(std::string_view name) {
+  if (name == "sequential") return std::vector<ReadOrder>{ReadOrder::kSequential};
+  if (name == "shuffled") return std::vector<ReadOrder>{ReadOrder::kShuffled};
+  if (name == "both") return std::vector<ReadOrder>{ReadOrder::kSequential, ReadOrder::kShuffled};
+  return std::nullopt;
+}
+
+Result<int> RunIobenchCommand(Env* env, Clock* clock, const IobenchCommandOptions& options,
+                              std::string* out) {
+  IobenchOptions run = options.iobench;
+  std::unique_ptr<dataset::TokenCounter> counter;
+  if (!options.tokenizer.empty()) {
+    if (run.format != dataset::DataFormat::kTextJsonl) {
+      return Status::InvalidInput(
+          "--tokenizer is for --format text-jsonl; pretokenized formats carry their token ids");
+    }
+    auto made = dataset::MakeTokenizerCounter(options.tokenizer);
+    if (!made.ok()) return made.status();
+    counter = std::move(*made);
+    run.tokenizer = counter.get();
+  }
+  auto report = RunIobench(env, clock, options.paths, run);
+  if (!report.ok()) return report.status();
+  *out = options.json ? IobenchToJson(*report).dump(2) + "\n" : FormatIobench(*report);
+  return IobenchExitCode(*report);
+}
 
 }  // namespace ww::measure

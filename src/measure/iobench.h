@@ -7,11 +7,12 @@
 // the corpus fit in the page cache; past memory every epoch reads at the cold rate and the advice
 // inverts. This tells a user which side of that line their job is on, on their own storage.
 //
-// Samples come from the gate's dataset readers (gate/readers/sample_length_reader.h): lengths in
+// Samples come from the dataset readers (dataset/sample_length_reader.h): lengths in
 // tokens and, through SampleExtent, where each sample's bytes lie. Only those bytes are timed;
 // indexes (.idx, offsets) are read while planning, before any pass.
 //
-// Ownership: the GateEnv, PageCache, Clock and TokenCounter passed in must outlive the call.
+// The machine (page-cache residency and drop, MemAvailable, the files) is core's Env.
+// Ownership: the Env, Clock and TokenCounter passed in must outlive the call.
 // Thread-safety: RunIobench starts and joins its own reader threads; call it from one thread.
 #pragma once
 
@@ -23,10 +24,9 @@
 #include <vector>
 
 #include "core/clock.h"
+#include "core/env.h"
 #include "core/status.h"
-#include "gate/env.h"
-#include "gate/readers/sample_length_reader.h"
-#include "measure/page_cache.h"
+#include "dataset/sample_length_reader.h"
 
 namespace ww::measure {
 
@@ -34,11 +34,12 @@ enum class ReadOrder { kSequential, kShuffled };
 std::string_view ReadOrderName(ReadOrder order);
 
 struct IobenchOptions {
-  gate::DataFormat format = gate::DataFormat::kMegatron;
-  std::string field = "input_ids";  // jsonl / arrow column, text-jsonl string field
+  dataset::DataFormat format = dataset::DataFormat::kMegatron;
+  // jsonl / arrow column, text-jsonl string field; the format's default (DefaultField) when unset.
+  std::optional<std::string> field;
   // Counts tokens of text-jsonl while planning (not timed). Without it raw text has no token
   // ids, and only bytes/s is measured.
-  gate::TokenCounter* tokenizer = nullptr;
+  dataset::TokenCounter* tokenizer = nullptr;
   std::vector<ReadOrder> orders = {ReadOrder::kSequential, ReadOrder::kShuffled};
   int readers = 1;
   uint64_t seed = 1;
@@ -90,7 +91,7 @@ struct IobenchVerdict {
 };
 
 struct IobenchReport {
-  gate::DataFormat format = gate::DataFormat::kMegatron;
+  dataset::DataFormat format = dataset::DataFormat::kMegatron;
   std::vector<FileFacts> files;
   uint64_t size_bytes = 0;           // every file of the corpus, indexes included
   double resident_fraction = 0;      // cached before the run
@@ -113,8 +114,7 @@ struct IobenchReport {
 // Plans from every path (one corpus per path, in `options.format`) and runs the passes: for each
 // order, cold (pages dropped first) then warm. InvalidInput/NotFound for unreadable corpora,
 // InvalidInput for a corpus with no sample data (a 1-D npy of lengths) or a need without tokens.
-Result<IobenchReport> RunIobench(gate::GateEnv* env, PageCache* cache, Clock* clock,
-                                 const std::vector<std::string>& paths,
+Result<IobenchReport> RunIobench(Env* env, Clock* clock, const std::vector<std::string>& paths,
                                  const IobenchOptions& options);
 
 // {"size_bytes", "resident_fraction", "mem_available_bytes", "fits_in_page_cache",
@@ -123,6 +123,26 @@ nlohmann::json IobenchToJson(const IobenchReport& report);
 std::string FormatIobench(const IobenchReport& report);
 // 0, or 1 when a need was given and a headline pass does not keep up.
 int IobenchExitCode(const IobenchReport& report);
+
+// "sequential", "shuffled" or "both" (sequential then shuffled); nullopt for anything else.
+std::optional<std::vector<ReadOrder>> ParseReadOrders(std::string_view name);
+
+// `wattwatch iobench PATH...`: the command's flags, which the CLI binds straight to these fields
+// (so each default lives here, once).
+struct IobenchCommandOptions {
+  std::vector<std::string> paths;
+  // tokenizer.json / tokenizer.model counting text-jsonl tokens before the timed passes.
+  std::string tokenizer;
+  bool json = false;  // IobenchToJson instead of the table
+  IobenchOptions iobench;
+};
+
+// Loads the tokenizer (if any), runs the passes and renders the report into *out. Returns the
+// exit code the report deserves (IobenchExitCode: 0 or 1); an error Status is unusable input
+// (exit 2): a missing or malformed corpus, a path that is not a regular file, a --tokenizer for a
+// pretokenized format.
+Result<int> RunIobenchCommand(Env* env, Clock* clock, const IobenchCommandOptions& options,
+                              std::string* out);
 
 // The order a pass reads samples in: 0..n-1, or a Fisher-Yates shuffle seeded with `seed`
 // (same seed, same order on every machine).

@@ -202,4 +202,14 @@ std::string FormatScaling(const ScalingReport& r) {
 
 int ScalingExitCode(const ScalingReport& r) { return r.any_below_threshold ? 1 : 0; }
 
+Result<int> RunScalingCommand(Env* env, const ScalingCommandOptions& options, std::string* out) {
+  auto text = env->ReadFileToString(options.runs_path, uint64_t{16} << 20);
+  if (!text.ok()) return text.status();
+  auto points = ParseScalingCsv(*text, options.runs_path);
+  if (!points.ok()) return points.status();
+  const ScalingReport report = ComputeScaling(*points, options.min_efficiency);
+  *out = options.json ? ScalingToJson(report).dump(2) + "\n" : FormatScaling(report);
+  return ScalingExitCode(report);
+}
+
 }  // namespace ww::measure

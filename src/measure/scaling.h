@@ -6,7 +6,7 @@
 //
 // Input is CSV with a header naming `gpus` and `tokens_per_s` (any order, other columns
 // ignored). Triage JSON carries no throughput figure, so it is not an input.
-// Thread-safety: pure functions.
+// Thread-safety: pure functions; RunScalingCommand reads its file through the Env it is given.
 #pragma once
 
 #include <cstdint>
@@ -16,6 +16,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/env.h"
 #include "core/status.h"
 
 namespace ww::measure {
@@ -59,5 +60,16 @@ nlohmann::json ScalingToJson(const ScalingReport& report);
 std::string FormatScaling(const ScalingReport& report);
 // 0, or 1 when an efficiency falls under the threshold.
 int ScalingExitCode(const ScalingReport& report);
+
+// `wattwatch scaling RUNS.csv`: the command's flags, which the CLI binds straight to these fields.
+struct ScalingCommandOptions {
+  std::string runs_path;
+  double min_efficiency = 0.8;  // flag GPU counts whose efficiency falls under this (0..1)
+  bool json = false;            // ScalingToJson instead of the table
+};
+
+// Reads and parses the CSV (at most 16 MiB), computes the table and renders it into *out.
+// Returns ScalingExitCode; an error Status is unusable input (exit 2), naming file:line and field.
+Result<int> RunScalingCommand(Env* env, const ScalingCommandOptions& options, std::string* out);
 
 }  // namespace ww::measure

@@ -1,7 +1,6 @@
 #include "watch/probes.h"
 
 #define PCRE2_CODE_UNIT_WIDTH 8
-#include <dirent.h>
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <httplib.h>
@@ -168,22 +167,6 @@ class HeartbeatProbe final : public ProgressProbe {
   int64_t mtime_ns_ = 0;
 };
 
-bool ReadFile(const std::string& path, std::string* out) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return false;
-  out->clear();
-  char buf[4096];
-  for (;;) {
-    const ssize_t n = ::read(fd, buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    out->append(buf, static_cast<size_t>(n));
-    if (out->size() > (1 << 20)) break;
-  }
-  ::close(fd);
-  return true;
-}
-
 template <typename T>
 bool ParseNumber(std::string_view s, T* v) {
   auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), *v);
@@ -246,20 +229,27 @@ std::optional<ProcIo> ParseProcIo(std::string_view text) {
 }
 
 ProcessTreeTotals ReadProcessTree(const std::string& proc_root, pid_t root) {
+  return ReadProcessTree(DefaultEnv(), proc_root, root);
+}
+
+ProcessTreeTotals ReadProcessTree(Env* env, const std::string& proc_root, pid_t root) {
+  if (env == nullptr) env = DefaultEnv();
+  // /proc/PID/stat and io are a few hundred bytes; the bound only guards a fake tree.
+  constexpr uint64_t kMaxProcFileBytes = uint64_t{1} << 20;
   ProcessTreeTotals t;
   std::map<pid_t, std::pair<pid_t, uint64_t>> procs;  // pid -> (ppid, cpu ticks)
-  DIR* dir = ::opendir(proc_root.c_str());
-  if (!dir) return t;
-  std::string text;
-  while (dirent* e = ::readdir(dir)) {
+  auto entries = env->GetChildren(proc_root);
+  if (!entries.ok()) return t;
+  for (const std::string& name : *entries) {
     pid_t pid = 0;
-    if (!ParseNumber(std::string_view(e->d_name), &pid) || pid <= 0) continue;
-    if (!ReadFile(proc_root + "/" + e->d_name + "/stat", &text)) continue;
+    if (!ParseNumber(std::string_view(name), &pid) || pid <= 0) continue;
+    // A process that exits between the listing and the read is simply not in the tree.
+    auto text = env->ReadFileToString(proc_root + "/" + name + "/stat", kMaxProcFileBytes);
+    if (!text.ok()) continue;
     pid_t ppid = 0;
     uint64_t ticks = 0;
-    if (ParseProcStat(text, &ppid, &ticks)) procs[pid] = {ppid, ticks};
+    if (ParseProcStat(*text, &ppid, &ticks)) procs[pid] = {ppid, ticks};
   }
-  ::closedir(dir);
   if (!procs.count(root)) return t;
   std::multimap<pid_t, pid_t> children;
   for (const auto& [pid, info] : procs) children.emplace(info.first, pid);
@@ -272,8 +262,10 @@ ProcessTreeTotals ReadProcessTree(const std::string& proc_root, pid_t root) {
     todo.pop_front();
     ++t.processes;
     t.cpu_s += static_cast<double>(procs[pid].second) / ticks_per_s;
-    if (ReadFile(fmt::format("{}/{}/io", proc_root, pid), &text)) {
-      if (auto io = ParseProcIo(text)) {
+    if (auto text =
+            env->ReadFileToString(fmt::format("{}/{}/io", proc_root, pid), kMaxProcFileBytes);
+        text.ok()) {
+      if (auto io = ParseProcIo(*text)) {
         rb += io->read_bytes;
         wb += io->write_bytes;
         any_io = true;
@@ -301,7 +293,7 @@ class ProcessProbe final : public ProgressProbe {
 
   ProbeReading Poll(double elapsed_s) override {
     ProbeReading r;
-    const ProcessTreeTotals t = ReadProcessTree(o_.proc_root, pid_);
+    const ProcessTreeTotals t = ReadProcessTree(o_.env, o_.proc_root, pid_);
     if (t.processes == 0) {
       r.detail = fmt::format("process {} is gone", pid_);
       have_ = false;

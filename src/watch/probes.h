@@ -14,8 +14,9 @@
 //                   time is reported but does not count as progress by default:
 //                   a rank blocked in a CUDA synchronize spin-waits a core.
 //
-// File and /proc access go through the paths given (tests point them at
-// temporary trees). Ownership: a probe owns its open files. Thread-safety: one
+// File access goes through the paths given; the process probe reads /proc through core's Env
+// (ProcessProbeOptions::env), so tests point it at a temporary tree or fake it in memory.
+// Ownership: a probe owns its open files; the Env must outlive the probe. Thread-safety: one
 // thread polls a probe.
 #pragma once
 
@@ -28,6 +29,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/env.h"
 #include "core/status.h"
 
 namespace ww::watch {
@@ -63,6 +65,7 @@ struct ProcessProbeOptions {
   // > 0: CPU use above this many cores also counts as progress (off by default;
   // see above).
   double cpu_progress_cores = 0;
+  Env* env = nullptr;  // where /proc is read; DefaultEnv() when null
 };
 // Watches `pid` and all its descendants (found through /proc/*/stat parent
 // links each poll).
@@ -83,6 +86,8 @@ struct ProcessTreeTotals {
   std::optional<uint64_t> read_bytes;  // absent when /proc/PID/io is not readable
   std::optional<uint64_t> write_bytes;
 };
+// Reads proc_root/*/stat and proc_root/PID/io through `env` (DefaultEnv() when null).
+ProcessTreeTotals ReadProcessTree(Env* env, const std::string& proc_root, pid_t root);
 ProcessTreeTotals ReadProcessTree(const std::string& proc_root, pid_t root);
 
 // Parsers of /proc/PID/stat ("pid (comm) state ppid ... utime stime ...", comm

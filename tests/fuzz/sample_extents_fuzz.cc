@@ -1,4 +1,4 @@
-// Fuzzes the gate readers with SampleExtent recording on (what `wattwatch iobench` reads) and
+// Fuzzes the dataset readers with SampleExtent recording on (what `wattwatch iobench` reads) and
 // checks the invariants iobench relies on: one extent per length, every extent inside its file.
 // Input: byte 0 picks the format (0 megatron, 1 npy, 2 jsonl, 3 arrow); for two-file formats
 // bytes 1-2 (little-endian) split the rest into the first and second file.
@@ -7,15 +7,15 @@
 #include <string>
 #include <vector>
 
-#include "gate/env.h"
-#include "gate/readers/sample_length_reader.h"
+#include "core/env.h"
+#include "dataset/sample_length_reader.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  using namespace ww::gate;
+  using namespace ww::dataset;
   if (size < 3) return 0;
   const std::string rest(reinterpret_cast<const char*>(data) + 3, size - 3);
   const size_t split = std::min<size_t>(rest.size(), data[1] | (size_t{data[2]} << 8));
-  MemGateEnv env;
+  ww::MemEnv env;
   DataFormat format;
   std::string path;
   switch (data[0] % 4) {

@@ -3,15 +3,15 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "gate/corpus_writers.h"
-#include "gate/env.h"
+#include "core/env.h"
+#include "dataset/corpus_writers.h"
 #include "gate/gate.h"
 
 namespace ww::gate {
 namespace {
 
 using ::testing::HasSubstr;
-using namespace ww::gate::testing;
+using namespace ww::dataset::testing;
 
 JobSpec BaseSpec() {
   auto spec = ParseJobSpec(
@@ -135,7 +135,7 @@ TEST(Checks, SeqFit) {
 TEST(Checks, TokenRange) {
   JobSpec spec = BaseSpec();
   auto s = Summary({10});
-  s.dtype = TokenDtype{"uint16", 16, false, true};
+  s.dtype = dataset::TokenDtype{"uint16", 16, false, true};
   s.ids.Add(0);
   s.ids.Add(999);
   EXPECT_EQ(CheckTokenRange(spec, s).status, CheckStatus::kPass);
@@ -190,7 +190,7 @@ TEST(Checks, PadEosAndTokenizerMatch) {
 }
 
 TEST(Checks, ReadTokenizerFactsFromJsonAndConfig) {
-  MemGateEnv env;
+  MemEnv env;
   env.AddFile("/t/tokenizer.json", R"({"added_tokens": [{"id": 5, "content": "<|endoftext|>"},
       {"id": 6, "content": "<|im_end|>"}], "model": {"type": "BPE", "vocab": {"a": 0, "b": 1, "c": 4}}})");
   auto facts = ReadTokenizerFacts(&env, "/t/tokenizer.json");
@@ -273,11 +273,63 @@ TEST(Checks, PageCache) {
   EXPECT_THAT(big.reason, HasSubstr("network file system"));
 }
 
-TEST(RunGate, EndToEndOnMemoryFiles) {
-  MemGateEnv env;
+// The machine RunGate sees: in-memory files under a fixed 64 GiB machine with a local disk, each
+// fact one EnvWrapper override.
+class FixedMachine : public EnvWrapper {
+ public:
+  explicit FixedMachine(Env* files) : EnvWrapper(files) {}
+  std::optional<uint64_t> mem_total_bytes = uint64_t{64} << 30;
+  Result<MemInfo> ReadMemInfo() override {
+    if (!mem_total_bytes) return Status::Unavailable("/proc/meminfo: cannot open");
+    MemInfo m;
+    m.total_bytes = mem_total_bytes;
+    return m;
+  }
+  Result<uint64_t> FreeBytes(const std::string&) override { return uint64_t{1} << 40; }
+  std::optional<std::string> NetworkFsType(const std::string&) override { return std::nullopt; }
+};
+
+const CheckResult& Find(const GateReport& report, const std::string& name) {
+  for (const auto& c : report.checks) {
+    if (c.name == name) return c;
+  }
+  static const CheckResult kMissing;
+  ADD_FAILURE() << "no check " << name;
+  return kMissing;
+}
+
+TEST(RunGate, PageCacheCheckTakesTheMachineFromTheEnv) {
+  MemEnv files;
   auto [idx, bin] = MegatronBytes(SkewedLengths(), 8, 1000);
-  env.AddFile("/d/c.idx", idx);
-  env.AddFile("/d/c.bin", bin);
+  files.AddFile("/d/c.idx", idx);
+  files.AddFile("/d/c.bin", bin);
+  FixedMachine env(&files);
+  JobSpec spec = BaseSpec();
+  auto report = RunGate(&env, spec, GateOptions{});
+  ASSERT_TRUE(report.ok()) << report.status().message();
+  const CheckResult& fits = Find(*report, "page_cache");
+  EXPECT_EQ(fits.status, CheckStatus::kPass) << fits.reason;
+  EXPECT_THAT(fits.reason, HasSubstr("of 64.0 GiB RAM, 100 % cached now"));
+
+  env.mem_total_bytes = 1024;  // a corpus of a few KiB no longer fits
+  report = RunGate(&env, spec, GateOptions{});
+  ASSERT_TRUE(report.ok());
+  const CheckResult& big = Find(*report, "page_cache");
+  EXPECT_EQ(big.status, CheckStatus::kWarn) << big.reason;
+  EXPECT_THAT(big.reason, HasSubstr("does not fit in the page cache of 1.0 KiB RAM"));
+
+  env.mem_total_bytes.reset();  // /proc/meminfo unreadable: skipped, not guessed
+  report = RunGate(&env, spec, GateOptions{});
+  ASSERT_TRUE(report.ok());
+  EXPECT_EQ(Find(*report, "page_cache").status, CheckStatus::kSkip);
+}
+
+TEST(RunGate, EndToEndOnMemoryFiles) {
+  MemEnv files;
+  auto [idx, bin] = MegatronBytes(SkewedLengths(), 8, 1000);
+  files.AddFile("/d/c.idx", idx);
+  files.AddFile("/d/c.bin", bin);
+  FixedMachine env(&files);
   JobSpec spec = BaseSpec();
   spec.packing = Packing::kGreedy;
   auto report = RunGate(&env, spec, GateOptions{});
@@ -297,7 +349,7 @@ TEST(RunGate, EndToEndOnMemoryFiles) {
   ASSERT_TRUE(report.ok());
   EXPECT_EQ(report->checks[0].status, CheckStatus::kPass);
 
-  env.AddFile("/d/c.idx", idx.substr(0, 30));
+  files.AddFile("/d/c.idx", idx.substr(0, 30));
   auto broken = RunGate(&env, spec, GateOptions{});
   ASSERT_FALSE(broken.ok());
   EXPECT_THAT(broken.status().message(), HasSubstr("/d/c.idx"));

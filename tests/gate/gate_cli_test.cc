@@ -3,41 +3,36 @@
 // per-rank table and the equalized max_steps; global packing or max_steps -> exit 0.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <sys/wait.h>
+#include <sys/stat.h>
 
-#include <cstdlib>
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
-#include "gate/corpus_writers.h"
+#include "dataset/corpus_writers.h"
+#include "support/support.h"
 
 namespace ww::gate {
 namespace {
 
 using ::testing::HasSubstr;
-using namespace ww::gate::testing;
+using ::ww::testing::ReadFile;
+using ::ww::testing::RunCommand;
+using ::ww::testing::TempDir;
+using ::ww::testing::WriteFile;
+using namespace ww::dataset::testing;
 
 struct CliRun {
   int code = -1;
   std::string out, err;
 };
 
-std::string Slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
+// `wattwatch gate ARGS` under `timeout`, so a gate that blocks (on a FIFO, say) fails the test
+// with 124 instead of hanging it.
 CliRun Gate(const TempDir& dir, const std::string& args) {
-  const std::string cmd = std::string(WW_BINARY) + " gate " + args + " > " + (dir / "stdout") +
-                          " 2> " + (dir / "stderr");
-  const int status = std::system(cmd.c_str());
   CliRun r;
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  r.out = Slurp(dir / "stdout");
-  r.err = Slurp(dir / "stderr");
+  r.code = RunCommand("timeout 60 " + ww::testing::WattwatchBinary() + " gate " + args + " > " +
+                      (dir / "stdout") + " 2> " + (dir / "stderr"));
+  r.out = ReadFile(dir / "stdout");
+  r.err = ReadFile(dir / "stderr");
   return r;
 }
 
@@ -169,19 +164,6 @@ TEST(GateCli, BadSpecOrDataExitsTwoNamingFileAndKey) {
   EXPECT_EQ(Gate(dir, "").code, 2);  // no JOB argument
 }
 
-#if !__has_include("tokenizer/tokenizer.h")
-TEST(GateCli, TextJsonlWithoutTokenizerIsUnavailable) {
-  TempDir dir;
-  WriteFile(dir / "t.jsonl", "{\"text\": \"hello\"}\n");
-  WriteFile(dir / "tokenizer.json", R"({"model": {"vocab": {"h": 0, "</s>": 1}}})");
-  WriteFile(dir / "job.yaml",
-            "world_size: 1\nmicro_batch_size: 1\ngrad_accum: 1\nseq_len: 16\n"
-            "data: {format: text-jsonl, paths: [t.jsonl], tokenizer: tokenizer.json}\n");
-  CliRun r = Gate(dir, dir / "job.yaml");
-  EXPECT_EQ(r.code, 2);
-  EXPECT_THAT(r.err, HasSubstr("tokenizer not built"));
-}
-#else
 TEST(GateCli, TextJsonlIsTokenizedWithTheTokenizer) {
   TempDir dir;
   // A tiny byte-level BPE: "hi" merges into one token, a space is its own token "Ġ".
@@ -207,7 +189,33 @@ TEST(GateCli, TextJsonlIsTokenizedWithTheTokenizer) {
   EXPECT_EQ(json["summary"]["tokens"], 24);
   EXPECT_EQ(json["checks"][0]["details"]["steps_per_rank"], nlohmann::json({4, 4}));
 }
-#endif
+
+TEST(GateCli, DuplicateKeyIsAnErrorNamingBothLines) {
+  // PyYAML, which the training script reads this file with, takes the last grad_accum (8); the
+  // gate used to take the first (4) and check a different job than the one that runs.
+  TempDir dir;
+  WriteMegatron(dir / "corpus", ReportCorpus());
+  WriteFile(dir / "dup.yaml", Spec("megatron", "corpus", "grad_accum: 8\n"));
+  CliRun r = Gate(dir, dir / "dup.yaml");
+  EXPECT_EQ(r.code, 2) << r.out << r.err;
+  EXPECT_THAT(r.err, HasSubstr("dup.yaml:11: grad_accum: duplicate key, first given at line 3"));
+}
+
+TEST(GateCli, AFifoAsDataIsRefusedNotWaitedOn) {
+  // Opening a FIFO for reading blocks until a writer comes: the gate must refuse it at once.
+  TempDir dir;
+  ASSERT_EQ(::mkfifo((dir / "c.jsonl").c_str(), 0600), 0);
+  WriteFile(dir / "job.yaml", Spec("jsonl", "c.jsonl"));
+  CliRun r = Gate(dir, dir / "job.yaml");
+  EXPECT_EQ(r.code, 2) << "124 is the timeout: the gate blocked on the FIFO\n" << r.err;
+  EXPECT_THAT(r.err, HasSubstr("c.jsonl: not a regular file (a FIFO)"));
+
+  // The spec itself as a FIFO too.
+  ASSERT_EQ(::mkfifo((dir / "fifo.yaml").c_str(), 0600), 0);
+  r = Gate(dir, dir / "fifo.yaml");
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("fifo.yaml: not a regular file (a FIFO)"));
+}
 
 TEST(GateCli, HelpTeaches) {
   TempDir dir;

@@ -4,7 +4,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "gate/env.h"
+#include "core/env.h"
 
 namespace ww::gate {
 namespace {
@@ -42,7 +42,7 @@ TEST(JobSpec, ParsesEveryKey) {
   EXPECT_EQ(spec->seq_len, 4096u);
   EXPECT_EQ(spec->epochs, 3u);
   EXPECT_EQ(spec->max_steps, 100u);
-  EXPECT_EQ(spec->data.format, DataFormat::kMegatron);
+  EXPECT_EQ(spec->data.format, dataset::DataFormat::kMegatron);
   ASSERT_EQ(spec->data.paths.size(), 2u);
   EXPECT_EQ(spec->data.paths[0], "/jobs/data/train_text_document");  // relative to the spec file
   EXPECT_EQ(spec->data.paths[1], "/abs/other");
@@ -113,8 +113,40 @@ TEST(JobSpec, ErrorsNameFileLineAndKey) {
   }
 }
 
+TEST(JobSpec, DuplicateKeysAreErrorsNamingBothLines) {
+  // yaml-cpp keeps the first of two equal keys, PyYAML (what training reads) the last: the gate
+  // must not check one job while another runs.
+  const std::string base = "world_size: 16\nmicro_batch_size: 1\ngrad_accum: 4\nseq_len: 4096\n";
+  const std::string data = "data: {format: megatron, paths: [x]}\n";
+  struct Case {
+    std::string yaml;
+    const char* message;
+  } cases[] = {
+      {base + data + "grad_accum: 8\n",
+       "job.yaml:6: grad_accum: duplicate key, first given at line 3"},
+      {base + "data:\n  format: megatron\n  paths: [x]\n  format: npy\n",
+       "job.yaml:8: data.format: duplicate key, first given at line 6"},
+      {base + "data: {format: megatron, paths: [x], paths: [y]}\n",
+       "job.yaml:5: data.paths: duplicate key, first given at line 5"},
+      {base + data + "model: {params: 1.0e9}\nmodel: {params: 2.0e9}\n",
+       "job.yaml:7: model: duplicate key, first given at line 6"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.yaml);
+    auto spec = ParseJobSpec(c.yaml, "job.yaml");
+    ASSERT_FALSE(spec.ok()) << "a duplicate key was accepted";
+    EXPECT_EQ(spec.status().code(), StatusCode::kInvalidInput);
+    EXPECT_THAT(spec.status().message(), HasSubstr(c.message));
+    EXPECT_THAT(spec.status().message(), HasSubstr("PyYAML"));
+  }
+  // The same spec without the duplicate parses.
+  auto ok =
+      ParseJobSpec(base + data + "checkpoint: {dir: /c}\nmodel: {params: 1.0e9}\n", "job.yaml");
+  EXPECT_TRUE(ok.ok()) << ok.status().message();
+}
+
 TEST(JobSpec, ModelConfigFillsMissingFieldsAndEstimatesParams) {
-  MemGateEnv env;
+  MemEnv env;
   // Qwen3-32B's shapes: the estimate should land on the report's 32.76e9.
   env.AddFile("/j/config.json",
               R"({"hidden_size": 5120, "num_hidden_layers": 64, "intermediate_size": 25600,

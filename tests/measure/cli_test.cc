@@ -2,42 +2,35 @@
 // keys, messages naming file:line, --help that teaches.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <sys/wait.h>
+#include <sys/stat.h>
 
-#include <cstdlib>
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
-#include "gate/corpus_writers.h"
+#include "dataset/corpus_writers.h"
 #include "measure/measure_testing.h"
+#include "support/support.h"
 
 namespace ww::measure {
 namespace {
 
-using gate::testing::TempDir;
 using ::testing::HasSubstr;
+using ::ww::testing::ReadFile;
+using ::ww::testing::RunCommand;
+using ::ww::testing::TempDir;
+using ::ww::testing::WriteFile;
 
 struct CliRun {
   int code = -1;
   std::string out, err;
 };
 
-std::string Slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
+// `wattwatch ARGS` under `timeout`, so a command that blocks fails with 124 instead of hanging.
 CliRun Wattwatch(const TempDir& dir, const std::string& args) {
-  const std::string cmd =
-      std::string(WW_BINARY) + " " + args + " > " + (dir / "stdout") + " 2> " + (dir / "stderr");
-  const int status = std::system(cmd.c_str());
   CliRun r;
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  r.out = Slurp(dir / "stdout");
-  r.err = Slurp(dir / "stderr");
+  r.code = RunCommand("timeout 120 " + ww::testing::WattwatchBinary() + " " + args + " > " +
+                      (dir / "stdout") + " 2> " + (dir / "stderr"));
+  r.out = ReadFile(dir / "stdout");
+  r.err = ReadFile(dir / "stderr");
   return r;
 }
 
@@ -90,7 +83,7 @@ TEST(IobenchCli, BadInputExitsTwo) {
   EXPECT_EQ(r.code, 2);
   r = Wattwatch(dir, "iobench x --readers 0");
   EXPECT_EQ(r.code, 2);
-  gate::testing::WriteFile(dir / "t.jsonl", "{\"text\": \"hi\"}\n");
+  WriteFile(dir / "t.jsonl", "{\"text\": \"hi\"}\n");
   r = Wattwatch(dir, "iobench " + dir / "t.jsonl" + " --format text-jsonl --need-tokens-per-s 5");
   EXPECT_EQ(r.code, 2);
   EXPECT_THAT(r.err, HasSubstr("--tokenizer"));
@@ -99,10 +92,25 @@ TEST(IobenchCli, BadInputExitsTwo) {
   EXPECT_TRUE(nlohmann::json::parse(r.out)["warm"]["tokens_per_s"].is_null());
 }
 
+TEST(IobenchCli, AFifoIsRefusedNotWaitedOn) {
+  // Opening a FIFO for reading blocks until a writer comes: iobench must refuse it at once.
+  TempDir dir;
+  ASSERT_EQ(::mkfifo((dir / "c.jsonl").c_str(), 0600), 0);
+  CliRun r = Wattwatch(dir, "iobench " + dir / "c.jsonl" + " --format jsonl");
+  EXPECT_EQ(r.code, 2) << "124 is the timeout: iobench blocked on the FIFO\n" << r.err;
+  EXPECT_THAT(r.err, HasSubstr("c.jsonl: not a regular file (a FIFO)"));
+  // A Megatron prefix whose .idx is a FIFO.
+  ASSERT_EQ(::mkfifo((dir / "m.idx").c_str(), 0600), 0);
+  WriteFile(dir / "m.bin", std::string(64, '\0'));
+  r = Wattwatch(dir, "iobench " + dir / "m");
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("m.idx: not a regular file (a FIFO)"));
+}
+
 TEST(IobenchCli, TokenizerCountsRawTextTokens) {
   TempDir dir;
   // The minimal fixture tokenizer merges "a b" into "ab": "abab" is 2 tokens, "ab" is 1.
-  gate::testing::WriteFile(dir / "t.jsonl", "{\"text\": \"abab\"}\n{\"text\": \"ab\"}\n");
+  WriteFile(dir / "t.jsonl", "{\"text\": \"abab\"}\n{\"text\": \"ab\"}\n");
   const std::string tokenizer =
       std::string(WW_SOURCE_DIR) + "/tests/fuzz/corpus/tokenizer_json/tokenizer_min.json";
   CliRun r = Wattwatch(dir, "iobench " + dir / "t.jsonl" + " --format text-jsonl --tokenizer " +
@@ -129,7 +137,7 @@ TEST(IobenchCli, HelpTeaches) {
 
 TEST(ScalingCli, TableExitCodesAndJson) {
   TempDir dir;
-  gate::testing::WriteFile(dir / "good.csv", "gpus,tokens_per_s\n4,13600\n8,27000\n16,53000\n");
+  WriteFile(dir / "good.csv", "gpus,tokens_per_s\n4,13600\n8,27000\n16,53000\n");
   CliRun r = Wattwatch(dir, "scaling " + dir / "good.csv");
   EXPECT_EQ(r.code, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr("strong scaling against 4 GPUs"));
@@ -148,7 +156,7 @@ TEST(ScalingCli, TableExitCodesAndJson) {
     EXPECT_TRUE(j["rows"][1].contains(key)) << key;
   }
 
-  gate::testing::WriteFile(dir / "bad.csv", "gpus,tokens_per_s\n4,13600\n8,fast\n");
+  WriteFile(dir / "bad.csv", "gpus,tokens_per_s\n4,13600\n8,fast\n");
   r = Wattwatch(dir, "scaling " + dir / "bad.csv");
   EXPECT_EQ(r.code, 2);
   EXPECT_THAT(r.err, HasSubstr("bad.csv:3: tokens_per_s: \"fast\" is not a positive number"));

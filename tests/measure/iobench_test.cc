@@ -9,13 +9,16 @@
 #include <numeric>
 #include <set>
 
-#include "gate/corpus_writers.h"
+#include "dataset/corpus_writers.h"
 #include "measure/measure_testing.h"
+#include "support/support.h"
 
 namespace ww::measure {
 namespace {
 
-using gate::testing::TempDir;
+using ::ww::testing::TempDir;
+using ::ww::testing::WriteFile;
+namespace corpus = ::ww::dataset::testing;
 using ::testing::HasSubstr;
 
 uint64_t Sum(const std::vector<uint32_t>& v) {
@@ -23,22 +26,9 @@ uint64_t Sum(const std::vector<uint32_t>& v) {
 }
 
 Result<IobenchReport> Bench(const std::vector<std::string>& paths, const IobenchOptions& options,
-                            PageCache* cache = DefaultPageCache()) {
-  return RunIobench(gate::DefaultGateEnv(), cache, SystemClock(), paths, options);
+                            Env* env = DefaultEnv()) {
+  return RunIobench(env, SystemClock(), paths, options);
 }
-
-// Forwards to the real cache; a test overrides one behaviour (the leveldb EnvWrapper pattern).
-class PageCacheWrapper : public PageCache {
- public:
-  Result<uint64_t> ResidentBytes(const std::string& p) override {
-    return DefaultPageCache()->ResidentBytes(p);
-  }
-  Status Drop(const std::string& p) override { return DefaultPageCache()->Drop(p); }
-  Result<uint64_t> MemAvailableBytes() override { return DefaultPageCache()->MemAvailableBytes(); }
-  std::optional<uint64_t> AllocatedBytes(const std::string& p) override {
-    return DefaultPageCache()->AllocatedBytes(p);
-  }
-};
 
 class IobenchTest : public ::testing::Test {
  protected:
@@ -62,7 +52,7 @@ TEST_F(IobenchTest, ColdAndWarmPassesInBothOrders) {
   EXPECT_EQ(report->size_bytes, report->files[0].size_bytes + report->files[1].size_bytes);
 
   ASSERT_EQ(report->passes.size(), 4u);
-  const bool real_disk = !testing::NoColdReads(dir_.str());
+  const bool real_disk = !testing::NoColdReads(dir_.path());
   for (const PassResult& p : report->passes) {
     EXPECT_EQ(p.samples, lengths_.size());
     EXPECT_EQ(p.bytes, report->sample_bytes);
@@ -130,12 +120,12 @@ TEST_F(IobenchTest, CorpusLargerThanTheBudgetIsNotCacheResident) {
 TEST_F(IobenchTest, ResidencyIsMeasuredBeforePlanningReadsTheFiles) {
   // jsonl planning reads the whole file; the residency reported must be what the run found.
   const std::string path = dir_ / "c.jsonl";
-  gate::testing::WriteFile(path, gate::testing::JsonlBytes(std::vector<uint32_t>(2000, 300)));
+  WriteFile(path, corpus::JsonlBytes(std::vector<uint32_t>(2000, 300)));
   testing::SyncFile(path);
   if (auto why = testing::NoColdReads(path)) GTEST_SKIP() << *why;
-  ASSERT_TRUE(DefaultPageCache()->Drop(path).ok());
+  ASSERT_TRUE(DefaultEnv()->DropCachedPages(path).ok());
   IobenchOptions options;
-  options.format = gate::DataFormat::kJsonl;
+  options.format = dataset::DataFormat::kJsonl;
   options.orders = {ReadOrder::kSequential};
   auto report = Bench({path}, options);
   ASSERT_TRUE(report.ok()) << report.status().message();
@@ -173,10 +163,11 @@ TEST_F(IobenchTest, VerdictAgainstTheNeed) {
 }
 
 TEST_F(IobenchTest, ACacheThatWillNotDropIsReportedNotHidden) {
-  class NoDrop final : public PageCacheWrapper {
+  class NoDrop final : public EnvWrapper {
    public:
-    Status Drop(const std::string&) override { return Status::Ok(); }
-  } cache;
+    using EnvWrapper::EnvWrapper;
+    Status DropCachedPages(const std::string&) override { return Status::Ok(); }
+  } cache(DefaultEnv());
   IobenchOptions options;
   options.orders = {ReadOrder::kSequential};
   // Warm the files first, so "cold" finds them cached.
@@ -189,6 +180,37 @@ TEST_F(IobenchTest, ACacheThatWillNotDropIsReportedNotHidden) {
   ASSERT_FALSE(report->notes.empty());
   EXPECT_THAT(report->notes[0],
               HasSubstr("cold pass started with 100 % of the corpus still cached"));
+}
+
+TEST_F(IobenchTest, MemoryForThePageCacheComesFromTheEnv) {
+  // One override: MemAvailable. Every file call still goes to the real machine.
+  class SmallMachine final : public EnvWrapper {
+   public:
+    using EnvWrapper::EnvWrapper;
+    std::optional<uint64_t> available = 4096;
+    Result<MemInfo> ReadMemInfo() override {
+      MemInfo m;
+      m.total_bytes = uint64_t{1} << 30;
+      m.available_bytes = available;
+      return m;
+    }
+  } env(DefaultEnv());
+  IobenchOptions options;
+  options.orders = {ReadOrder::kSequential};
+  options.drop_cache = false;
+  auto report = Bench({prefix_}, options, &env);
+  ASSERT_TRUE(report.ok()) << report.status().message();
+  EXPECT_EQ(report->mem_available_bytes, 4096u);
+  EXPECT_FALSE(report->fits_in_page_cache);
+  EXPECT_THAT(FormatIobench(*report), HasSubstr("4.00 KiB available (MemAvailable)"));
+
+  env.available.reset();  // a kernel before 3.14: no MemAvailable line
+  auto refused = Bench({prefix_}, options, &env);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_THAT(refused.status().message(), HasSubstr("no MemAvailable line"));
+  EXPECT_THAT(refused.status().message(), HasSubstr("--mem-budget-bytes"));
+  options.mem_budget_bytes = uint64_t{1} << 40;  // the budget needs no MemAvailable
+  EXPECT_TRUE(Bench({prefix_}, options, &env).ok());
 }
 
 TEST_F(IobenchTest, NoDropRunsWarmOnly) {
@@ -248,28 +270,25 @@ TEST_F(IobenchTest, SeveralCorporaAddUp) {
 TEST(Iobench, EveryFormatReadsAllItsSamples) {
   TempDir dir;
   const std::vector<uint32_t> lengths = {5, 0, 17, 3, 8, 1, 40, 2};
-  gate::testing::WriteFile(dir / "a.jsonl", gate::testing::JsonlBytes(lengths));
-  gate::testing::WriteFile(dir / "a.arrow",
-                           gate::testing::ArrowStreamBytes({{5, 0, 17}, {3, 8, 1, 40, 2}}));
+  WriteFile(dir / "a.jsonl", corpus::JsonlBytes(lengths));
+  WriteFile(dir / "a.arrow", corpus::ArrowStreamBytes({{5, 0, 17}, {3, 8, 1, 40, 2}}));
   std::vector<int64_t> offsets = {0};
   std::vector<int32_t> tokens;
   for (uint32_t len : lengths) {
     tokens.insert(tokens.end(), len, 7);
     offsets.push_back(static_cast<int64_t>(tokens.size()));
   }
-  gate::testing::WriteFile(dir / "p.offsets.npy",
-                           gate::testing::NpyBytes<int64_t>("<i8", {offsets.size()}, offsets));
-  gate::testing::WriteFile(dir / "p.tokens.npy",
-                           gate::testing::NpyBytes<int32_t>("<i4", {tokens.size()}, tokens));
+  WriteFile(dir / "p.offsets.npy", corpus::NpyBytes<int64_t>("<i8", {offsets.size()}, offsets));
+  WriteFile(dir / "p.tokens.npy", corpus::NpyBytes<int32_t>("<i4", {tokens.size()}, tokens));
   struct Case {
-    gate::DataFormat format;
+    dataset::DataFormat format;
     std::string path;
     uint64_t sample_bytes;  // token bytes, or whole lines for jsonl
   };
-  const uint64_t jsonl_bytes = gate::testing::JsonlBytes(lengths).size();
-  for (const Case& c : {Case{gate::DataFormat::kJsonl, dir / "a.jsonl", jsonl_bytes},
-                        Case{gate::DataFormat::kArrow, dir / "a.arrow", Sum(lengths) * 4},
-                        Case{gate::DataFormat::kNpy, dir / "p", Sum(lengths) * 4}}) {
+  const uint64_t jsonl_bytes = corpus::JsonlBytes(lengths).size();
+  for (const Case& c : {Case{dataset::DataFormat::kJsonl, dir / "a.jsonl", jsonl_bytes},
+                        Case{dataset::DataFormat::kArrow, dir / "a.arrow", Sum(lengths) * 4},
+                        Case{dataset::DataFormat::kNpy, dir / "p", Sum(lengths) * 4}}) {
     IobenchOptions options;
     options.format = c.format;
     options.orders = {ReadOrder::kShuffled};
@@ -285,10 +304,9 @@ TEST(Iobench, EveryFormatReadsAllItsSamples) {
 
 TEST(Iobench, RawTextHasBytesButNoTokens) {
   TempDir dir;
-  gate::testing::WriteFile(dir / "t.jsonl",
-                           "{\"text\": \"hello world\"}\n{\"text\": \"more text here\"}\n");
+  WriteFile(dir / "t.jsonl", "{\"text\": \"hello world\"}\n{\"text\": \"more text here\"}\n");
   IobenchOptions options;
-  options.format = gate::DataFormat::kTextJsonl;
+  options.format = dataset::DataFormat::kTextJsonl;
   options.field = "text";
   options.orders = {ReadOrder::kSequential};
   auto report = Bench({dir / "t.jsonl"}, options);
@@ -309,14 +327,14 @@ TEST(Iobench, RawTextHasBytesButNoTokens) {
 
 TEST(Iobench, BadInputsAreErrors) {
   TempDir dir;
-  gate::testing::WriteFile(dir / "l.npy", gate::testing::NpyBytes<int32_t>("<i4", {3}, {4, 5, 6}));
+  WriteFile(dir / "l.npy", corpus::NpyBytes<int32_t>("<i4", {3}, {4, 5, 6}));
   IobenchOptions options;
-  options.format = gate::DataFormat::kNpy;
+  options.format = dataset::DataFormat::kNpy;
   auto lengths_only = Bench({dir / "l.npy"}, options);
   ASSERT_FALSE(lengths_only.ok());
   EXPECT_THAT(lengths_only.status().message(), HasSubstr("lengths only"));
 
-  options.format = gate::DataFormat::kMegatron;
+  options.format = dataset::DataFormat::kMegatron;
   auto missing = Bench({dir / "nope"}, options);
   ASSERT_FALSE(missing.ok());
   EXPECT_EQ(missing.status().code(), StatusCode::kNotFound);

@@ -1,6 +1,6 @@
 // Progress probes on real files and processes: a log followed across appends,
 // rotation and truncation; a heartbeat's mtime; a process tree's storage I/O,
-// from a fake /proc and a real one.
+// from a fake /proc (a temporary tree, or in memory through core's Env) and a real one.
 #include "watch/probes.h"
 
 #include <gtest/gtest.h>
@@ -14,7 +14,8 @@
 #include <fstream>
 #include <thread>
 
-#include "watch/test_dir.h"
+#include "core/env.h"
+#include "support/support.h"
 
 namespace ww::watch {
 namespace {
@@ -206,6 +207,42 @@ TEST_F(ProbeTest, ProcessWithoutIoCountersGivesNoSignal) {
   auto probe = MakeProcessProbe(100, {proc.string()});
   auto r = probe->Poll(0);
   EXPECT_FALSE(r.available) << "must not speed up hang confirmation without a signal";
+}
+
+// The same tree in memory: the probe reads /proc only through the Env it is given.
+void AddProc(MemEnv* env, int pid, int ppid, int utime, uint64_t wbytes) {
+  const std::string dir = "/fakeproc/" + std::to_string(pid);
+  env->AddFile(dir + "/stat", std::to_string(pid) + " (py thon) S " + std::to_string(ppid) +
+                                  " 1 1 0 -1 0 0 0 0 0 " + std::to_string(utime) + " 0 0 0 20 0\n");
+  env->AddFile(dir + "/io",
+               "rchar: 5\nwchar: 5\nread_bytes: 0\nwrite_bytes: " + std::to_string(wbytes) + "\n");
+}
+
+TEST(ProcessProbeEnv, ReadsProcThroughTheEnv) {
+  MemEnv env;
+  AddProc(&env, 100, 1, 100, 0);
+  AddProc(&env, 101, 100, 50, 4096);
+  AddProc(&env, 200, 1, 1000, 1 << 30);
+  const auto t = ReadProcessTree(&env, "/fakeproc", 100);
+  EXPECT_EQ(t.processes, 2);
+  ASSERT_TRUE(t.write_bytes);
+  EXPECT_EQ(*t.write_bytes, 4096u);
+
+  ProcessProbeOptions o;
+  o.proc_root = "/fakeproc";
+  o.env = &env;
+  auto probe = MakeProcessProbe(100, o);
+  EXPECT_TRUE(probe->Poll(0).available);
+  AddProc(&env, 101, 100, 50, 4096 + (1 << 20));  // a child writes a checkpoint
+  auto r = probe->Poll(1);
+  EXPECT_TRUE(r.moved);
+  EXPECT_TRUE(r.writes);
+  EXPECT_NE(r.detail.find("wrote 1048576 B"), std::string::npos) << r.detail;
+  env.RemoveFile("/fakeproc/100/stat");
+  env.RemoveFile("/fakeproc/100/io");
+  r = probe->Poll(1);
+  EXPECT_FALSE(r.available);
+  EXPECT_NE(r.detail.find("gone"), std::string::npos);
 }
 
 TEST_F(ProbeTest, RealProcessWritingToDiskMoves) {

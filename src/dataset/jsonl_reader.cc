@@ -8,10 +8,10 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
-#include "gate/readers/reader_common.h"
-#include "gate/readers/sample_length_reader.h"
+#include "dataset/reader_common.h"
+#include "dataset/sample_length_reader.h"
 
-namespace ww::gate {
+namespace ww::dataset {
 namespace {
 
 // Counts the integers of the top-level `field` array (jsonl) or captures the top-level `field`
@@ -126,12 +126,12 @@ class JsonlReader final : public SampleLengthReader {
  public:
   JsonlReader(bool text) : text_(text) {}
 
-  Status Open(GateEnv* env, const std::string& path, const ReaderOptions& options) {
+  Status Open(Env* env, const std::string& path, const ReaderOptions& options) {
     options_ = options;
     if (text_ && options_.tokenizer == nullptr) {
       return Status::Unavailable(
-          fmt::format("{}: text-jsonl needs a tokenizer (data.tokenizer) and this build has none: "
-                      "tokenizer not built",
+          fmt::format("{}: text-jsonl needs a tokenizer to count tokens (data.tokenizer, or "
+                      "iobench --tokenizer) and none was given",
                       path));
     }
     auto file = env->OpenFile(path);
@@ -238,7 +238,7 @@ class JsonlReader final : public SampleLengthReader {
 
 }  // namespace
 
-Result<std::unique_ptr<SampleLengthReader>> OpenJsonlReader(GateEnv* env, const std::string& path,
+Result<std::unique_ptr<SampleLengthReader>> OpenJsonlReader(Env* env, const std::string& path,
                                                             const ReaderOptions& options,
                                                             bool text) {
   auto reader = std::make_unique<JsonlReader>(text);
@@ -246,4 +246,4 @@ Result<std::unique_ptr<SampleLengthReader>> OpenJsonlReader(GateEnv* env, const 
   return std::unique_ptr<SampleLengthReader>(std::move(reader));
 }
 
-}  // namespace ww::gate
+}  // namespace ww::dataset

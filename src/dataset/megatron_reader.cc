@@ -8,10 +8,10 @@
 #include <cstring>
 #include <vector>
 
-#include "gate/readers/reader_common.h"
-#include "gate/readers/sample_length_reader.h"
+#include "dataset/reader_common.h"
+#include "dataset/sample_length_reader.h"
 
-namespace ww::gate {
+namespace ww::dataset {
 namespace {
 
 using internal::LoadLe;
@@ -54,7 +54,7 @@ std::string StripSuffix(const std::string& path) {
 
 class MegatronReader final : public SampleLengthReader {
  public:
-  Status Open(GateEnv* env, const std::string& path, const ReaderOptions& options) {
+  Status Open(Env* env, const std::string& path, const ReaderOptions& options) {
     options_ = options;
     const std::string prefix = StripSuffix(path);
     idx_path_ = prefix + ".idx";
@@ -221,12 +221,11 @@ class MegatronReader final : public SampleLengthReader {
 
 }  // namespace
 
-Result<std::unique_ptr<SampleLengthReader>> OpenMegatronReader(GateEnv* env,
-                                                               const std::string& prefix,
+Result<std::unique_ptr<SampleLengthReader>> OpenMegatronReader(Env* env, const std::string& prefix,
                                                                const ReaderOptions& options) {
   auto reader = std::make_unique<MegatronReader>();
   WW_RETURN_IF_ERROR(reader->Open(env, prefix, options));
   return std::unique_ptr<SampleLengthReader>(std::move(reader));
 }
 
-}  // namespace ww::gate
+}  // namespace ww::dataset

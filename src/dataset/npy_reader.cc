@@ -11,10 +11,10 @@
 #include <cstring>
 #include <vector>
 
-#include "gate/readers/reader_common.h"
-#include "gate/readers/sample_length_reader.h"
+#include "dataset/reader_common.h"
+#include "dataset/sample_length_reader.h"
 
-namespace ww::gate {
+namespace ww::dataset {
 namespace {
 
 using internal::LoadLe;
@@ -40,7 +40,7 @@ std::optional<size_t> FindKey(const std::string& h, const std::string& key) {
   return std::nullopt;
 }
 
-Result<NpyArray> OpenNpy(GateEnv* env, const std::string& path, uint64_t* bytes_read) {
+Result<NpyArray> OpenNpy(Env* env, const std::string& path, uint64_t* bytes_read) {
   auto file = env->OpenFile(path);
   if (!file.ok()) return file.status();
   NpyArray arr;
@@ -148,7 +148,7 @@ class NpyReader final : public SampleLengthReader {
  public:
   enum class Mode { kLengths, kRows, kOffsets };
 
-  Status Open(GateEnv* env, const std::string& path, const ReaderOptions& options) {
+  Status Open(Env* env, const std::string& path, const ReaderOptions& options) {
     options_ = options;
     path_ = path;
     const bool has_suffix = path.size() > 4 && path.compare(path.size() - 4, 4, ".npy") == 0;
@@ -305,11 +305,11 @@ class NpyReader final : public SampleLengthReader {
 
 }  // namespace
 
-Result<std::unique_ptr<SampleLengthReader>> OpenNpyReader(GateEnv* env, const std::string& path,
+Result<std::unique_ptr<SampleLengthReader>> OpenNpyReader(Env* env, const std::string& path,
                                                           const ReaderOptions& options) {
   auto reader = std::make_unique<NpyReader>();
   WW_RETURN_IF_ERROR(reader->Open(env, path, options));
   return std::unique_ptr<SampleLengthReader>(std::move(reader));
 }
 
-}  // namespace ww::gate
+}  // namespace ww::dataset

@@ -16,7 +16,7 @@
 // or a truncated file give a Status naming the file and the position, never a crash, and no
 // allocation is sized by an unchecked header field.
 //
-// Ownership: a reader owns its open files; the GateEnv and TokenCounter passed in must outlive it.
+// Ownership: a reader owns its open files; the Env and TokenCounter passed in must outlive it.
 // Thread-safety: one reader per thread; distinct readers are independent.
 #pragma once
 
@@ -28,15 +28,19 @@
 #include <string_view>
 #include <vector>
 
+#include "core/env.h"
 #include "core/status.h"
-#include "gate/env.h"
 
-namespace ww::gate {
+namespace ww::dataset {
 
 enum class DataFormat { kMegatron, kNpy, kJsonl, kArrow, kTextJsonl };
 
 std::optional<DataFormat> ParseDataFormat(std::string_view name);
 std::string_view DataFormatName(DataFormat format);
+// Every format, in the order help texts list them.
+const std::vector<DataFormat>& AllDataFormats();
+// The field a format reads when none is given: "text" for text-jsonl, "input_ids" otherwise.
+std::string_view DefaultField(DataFormat format);
 
 // How token ids are stored on disk (Megatron dtype code, npy descr, Arrow Int child).
 struct TokenDtype {
@@ -63,7 +67,7 @@ struct TokenIdRange {
 };
 
 // Turns text into token ids for text-jsonl. Implemented over the tokenizer in
-// src/tokenizer/ when it is built (see MakeTokenizerCounter in gate/tokenizer_bridge.h).
+// src/tokenizer/ when it is built (see MakeTokenizerCounter in dataset/tokenizer_counter.h).
 class TokenCounter {
  public:
   virtual ~TokenCounter() = default;
@@ -121,23 +125,22 @@ class SampleLengthReader {
 // Opens `path` (a file, or a prefix for megatron and offset/token npy pairs).
 // NotFound when the files are missing, InvalidInput when they are malformed, Unavailable for
 // text-jsonl without a tokenizer.
-Result<std::unique_ptr<SampleLengthReader>> OpenSampleLengthReader(GateEnv* env, DataFormat format,
+Result<std::unique_ptr<SampleLengthReader>> OpenSampleLengthReader(Env* env, DataFormat format,
                                                                    const std::string& path,
                                                                    const ReaderOptions& options);
 
 // Per-format constructors (used by OpenSampleLengthReader and the fuzz targets).
-Result<std::unique_ptr<SampleLengthReader>> OpenMegatronReader(GateEnv* env,
-                                                               const std::string& prefix,
+Result<std::unique_ptr<SampleLengthReader>> OpenMegatronReader(Env* env, const std::string& prefix,
                                                                const ReaderOptions& options);
-Result<std::unique_ptr<SampleLengthReader>> OpenNpyReader(GateEnv* env, const std::string& path,
+Result<std::unique_ptr<SampleLengthReader>> OpenNpyReader(Env* env, const std::string& path,
                                                           const ReaderOptions& options);
-Result<std::unique_ptr<SampleLengthReader>> OpenJsonlReader(GateEnv* env, const std::string& path,
+Result<std::unique_ptr<SampleLengthReader>> OpenJsonlReader(Env* env, const std::string& path,
                                                             const ReaderOptions& options,
                                                             bool text);
-Result<std::unique_ptr<SampleLengthReader>> OpenArrowReader(GateEnv* env, const std::string& path,
+Result<std::unique_ptr<SampleLengthReader>> OpenArrowReader(Env* env, const std::string& path,
                                                             const ReaderOptions& options);
 
 // Reads every chunk of `reader` into *lengths (a convenience for callers that need all lengths).
 Status ReadAllLengths(SampleLengthReader* reader, std::vector<uint32_t>* lengths);
 
-}  // namespace ww::gate
+}  // namespace ww::dataset

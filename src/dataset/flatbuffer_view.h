@@ -10,7 +10,7 @@
 #include <optional>
 #include <string_view>
 
-namespace ww::gate::fb {
+namespace ww::dataset::fb {
 
 class Buffer {
  public:
@@ -140,4 +140,4 @@ inline std::optional<Vector> Table::VectorField(int slot) const {
   return Vector(buf_, *p + 4, *len);
 }
 
-}  // namespace ww::gate::fb
+}  // namespace ww::dataset::fb

@@ -7,18 +7,18 @@
 #include <cstring>
 #include <functional>
 
-#include "gate/corpus_writers.h"
-#include "gate/env.h"
-#include "gate/readers/sample_length_reader.h"
+#include "core/env.h"
+#include "dataset/corpus_writers.h"
+#include "dataset/sample_length_reader.h"
 
-namespace ww::gate {
+namespace ww::dataset {
 namespace {
 
 using ::testing::ElementsAreArray;
 using ::testing::HasSubstr;
-using namespace ww::gate::testing;
+using namespace ww::dataset::testing;
 
-Result<std::vector<uint32_t>> ReadAll(GateEnv* env, DataFormat format, const std::string& path,
+Result<std::vector<uint32_t>> ReadAll(Env* env, DataFormat format, const std::string& path,
                                       ReaderOptions options = {}) {
   options.chunk_samples = 3;  // small chunks exercise the chunk boundaries
   auto reader = OpenSampleLengthReader(env, format, path, options);
@@ -31,7 +31,7 @@ Result<std::vector<uint32_t>> ReadAll(GateEnv* env, DataFormat format, const std
 const std::vector<uint32_t> kLengths = {5, 0, 17, 3, 8, 1, 40, 2};
 
 TEST(MegatronReader, ReadsLengthsFromIdxAndSamplesIds) {
-  MemGateEnv env;
+  MemEnv env;
   auto [idx, bin] = MegatronBytes(kLengths, /*dtype=uint16*/ 8, 1000);
   env.AddFile("d/x.idx", idx);
   env.AddFile("d/x.bin", bin);
@@ -102,7 +102,7 @@ TEST(MegatronReader, RejectsMalformedIndexes) {
     SCOPED_TRACE(c.name);
     auto [idx, bin] = MegatronBytes(kLengths, 4);
     c.mutate(&idx, &bin);
-    MemGateEnv env;
+    MemEnv env;
     env.AddFile("x.idx", idx);
     env.AddFile("x.bin", bin);
     auto got = ReadAll(&env, DataFormat::kMegatron, "x");
@@ -114,7 +114,7 @@ TEST(MegatronReader, RejectsMalformedIndexes) {
 }
 
 TEST(MegatronReader, MissingBinIsNotFound) {
-  MemGateEnv env;
+  MemEnv env;
   env.AddFile("x.idx", MegatronBytes(kLengths).first);
   auto got = ReadAll(&env, DataFormat::kMegatron, "x");
   ASSERT_FALSE(got.ok());
@@ -123,7 +123,7 @@ TEST(MegatronReader, MissingBinIsNotFound) {
 }
 
 TEST(NpyReader, ReadsLengthsRowsAndOffsetPairs) {
-  MemGateEnv env;
+  MemEnv env;
   std::vector<int64_t> lens(kLengths.begin(), kLengths.end());
   env.AddFile("lengths.npy", NpyBytes<int64_t>("<i8", {lens.size()}, lens));
   auto got = ReadAll(&env, DataFormat::kNpy, "lengths.npy");
@@ -154,7 +154,7 @@ TEST(NpyReader, ReadsLengthsRowsAndOffsetPairs) {
 }
 
 TEST(NpyReader, RejectsMalformedArrays) {
-  MemGateEnv env;
+  MemEnv env;
   std::string good = NpyBytes<int32_t>("<i4", {3}, {1, 2, 3});
   std::string wrong_magic = good;
   wrong_magic[1] = 'X';
@@ -191,7 +191,7 @@ TEST(NpyReader, RejectsMalformedArrays) {
 }
 
 TEST(JsonlReader, CountsTheFieldAndSeesEveryId) {
-  MemGateEnv env;
+  MemEnv env;
   env.AddFile("a.jsonl", JsonlBytes(kLengths, 500) + "\n  \n");  // trailing blank lines are skipped
   ReaderOptions options;
   options.chunk_samples = 3;
@@ -217,7 +217,7 @@ TEST(JsonlReader, ErrorsNameFileLineAndField) {
   };
   for (const auto& [text, message] : cases) {
     SCOPED_TRACE(message);
-    MemGateEnv env;
+    MemEnv env;
     env.AddFile("a.jsonl", text);
     auto got = ReadAll(&env, DataFormat::kJsonl, "a.jsonl");
     ASSERT_FALSE(got.ok());
@@ -227,7 +227,7 @@ TEST(JsonlReader, ErrorsNameFileLineAndField) {
 }
 
 TEST(JsonlReader, LineLongerThanTheLimitIsAnError) {
-  MemGateEnv env;
+  MemEnv env;
   env.AddFile("a.jsonl", JsonlBytes({5000}));
   ReaderOptions options;
   options.max_line_bytes = 1000;
@@ -242,14 +242,14 @@ TEST(JsonlReader, LineLongerThanTheLimitIsAnError) {
 }
 
 TEST(TextJsonlReader, WithoutTokenizerIsUnavailable) {
-  MemGateEnv env;
+  MemEnv env;
   env.AddFile("t.jsonl", "{\"text\": \"hello\"}\n");
   ReaderOptions options;
   options.field = "text";
   auto got = ReadAll(&env, DataFormat::kTextJsonl, "t.jsonl", options);
   ASSERT_FALSE(got.ok());
   EXPECT_EQ(got.status().code(), StatusCode::kUnavailable);
-  EXPECT_THAT(got.status().message(), HasSubstr("tokenizer not built"));
+  EXPECT_THAT(got.status().message(), HasSubstr("text-jsonl needs a tokenizer"));
 }
 
 // A whitespace "tokenizer" stands in for the BPE one: the reader's job is the plumbing.
@@ -271,7 +271,7 @@ class SplitCounter final : public TokenCounter {
 };
 
 TEST(TextJsonlReader, CountsTokensFromTheTokenizer) {
-  MemGateEnv env;
+  MemEnv env;
   env.AddFile("t.jsonl",
               "{\"text\": \"a b c\", \"n\": 1}\n{\"text\": \"\"}\n{\"text\": \"hello world\"}\n");
   SplitCounter counter;
@@ -286,7 +286,7 @@ TEST(TextJsonlReader, CountsTokensFromTheTokenizer) {
 TEST(ArrowReader, ReadsListAndLargeListColumnsAcrossBatches) {
   for (bool large : {false, true}) {
     SCOPED_TRACE(large ? "large_list" : "list");
-    MemGateEnv env;
+    MemEnv env;
     env.AddFile("c.arrow", ArrowStreamBytes({{5, 0, 17}, {}, {3, 8, 1, 40, 2}}, large));
     ReaderOptions options;
     options.chunk_samples = 2;
@@ -302,7 +302,7 @@ TEST(ArrowReader, ReadsListAndLargeListColumnsAcrossBatches) {
 }
 
 TEST(ArrowReader, FileFormatWrapperIsAccepted) {
-  MemGateEnv env;
+  MemEnv env;
   env.AddFile("f.arrow", std::string("ARROW1\0\0", 8) + ArrowStreamBytes({{4, 4}}));
   auto got = ReadAll(&env, DataFormat::kArrow, "f.arrow");
   ASSERT_TRUE(got.ok()) << got.status().message();
@@ -311,7 +311,7 @@ TEST(ArrowReader, FileFormatWrapperIsAccepted) {
 
 TEST(ArrowReader, RejectsMalformedStreams) {
   const std::string good = ArrowStreamBytes({{5, 6, 7}});
-  MemGateEnv env;
+  MemEnv env;
   env.AddFile("ok.arrow", good);
   ReaderOptions missing;
   missing.field = "labels";
@@ -351,7 +351,7 @@ TEST(ArrowReader, OffsetsOutOfOrderAreRejected) {
   ASSERT_NE(at, std::string::npos);
   const int32_t back = 2;
   std::memcpy(&bytes[at + 8], &back, 4);
-  MemGateEnv env;
+  MemEnv env;
   env.AddFile("o.arrow", bytes);
   auto got = ReadAll(&env, DataFormat::kArrow, "o.arrow");
   ASSERT_FALSE(got.ok());
@@ -359,4 +359,4 @@ TEST(ArrowReader, OffsetsOutOfOrderAreRejected) {
 }
 
 }  // namespace
-}  // namespace ww::gate
+}  // namespace ww::dataset

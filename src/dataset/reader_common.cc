@@ -1,11 +1,11 @@
-#include "gate/readers/reader_common.h"
+#include "dataset/reader_common.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <vector>
 
-namespace ww::gate {
+namespace ww::dataset {
 
 uint64_t TokenDtype::max_id() const {
   if (!is_integer || bits <= 0) return 0;
@@ -44,7 +44,18 @@ std::string_view DataFormatName(DataFormat format) {
   return "?";
 }
 
-Result<std::unique_ptr<SampleLengthReader>> OpenSampleLengthReader(GateEnv* env, DataFormat format,
+const std::vector<DataFormat>& AllDataFormats() {
+  static const std::vector<DataFormat> kAll = {DataFormat::kMegatron, DataFormat::kNpy,
+                                               DataFormat::kJsonl, DataFormat::kArrow,
+                                               DataFormat::kTextJsonl};
+  return kAll;
+}
+
+std::string_view DefaultField(DataFormat format) {
+  return format == DataFormat::kTextJsonl ? "text" : "input_ids";
+}
+
+Result<std::unique_ptr<SampleLengthReader>> OpenSampleLengthReader(Env* env, DataFormat format,
                                                                    const std::string& path,
                                                                    const ReaderOptions& options) {
   switch (format) {
@@ -130,4 +141,4 @@ Status SampleTokenIds(const RandomAccessFile& file, uint64_t begin, uint64_t end
 }
 
 }  // namespace internal
-}  // namespace ww::gate
+}  // namespace ww::dataset

@@ -1,13 +1,13 @@
-// Helpers shared by the readers (internal to src/gate/readers).
+// Helpers shared by the readers (internal to src/dataset).
 #pragma once
 
 #include <cstdint>
 #include <cstring>
 #include <string>
 
-#include "gate/readers/sample_length_reader.h"
+#include "dataset/sample_length_reader.h"
 
-namespace ww::gate::internal {
+namespace ww::dataset::internal {
 
 template <typename T>
 T LoadLe(const void* p) {
@@ -30,4 +30,4 @@ void AddIds(const uint8_t* p, size_t count, const TokenDtype& dtype, TokenIdRang
 
 TokenDtype MakeIntDtype(int bits, bool is_signed);
 
-}  // namespace ww::gate::internal
+}  // namespace ww::dataset::internal

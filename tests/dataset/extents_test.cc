@@ -1,4 +1,4 @@
-// SampleExtent: the gate's readers say where each sample's bytes lie, and iobench reads exactly
+// SampleExtent: the dataset readers say where each sample's bytes lie, and iobench reads exactly
 // those bytes. Checked by decoding the token ids found at each extent against the ids the corpus
 // was written with, in every format, across chunk boundaries.
 #include <gmock/gmock.h>
@@ -7,14 +7,14 @@
 #include <string>
 #include <vector>
 
-#include "gate/corpus_writers.h"
-#include "gate/env.h"
-#include "gate/readers/sample_length_reader.h"
+#include "core/env.h"
+#include "dataset/corpus_writers.h"
+#include "dataset/sample_length_reader.h"
 
-namespace ww::gate {
+namespace ww::dataset {
 namespace {
 
-using namespace ww::gate::testing;
+using namespace ww::dataset::testing;
 using ::testing::ElementsAreArray;
 
 const std::vector<uint32_t> kLengths = {5, 0, 17, 3, 8, 1, 40, 2};
@@ -25,7 +25,7 @@ struct Extents {
   std::vector<std::string> files;
 };
 
-Extents ReadExtents(GateEnv* env, DataFormat format, const std::string& path) {
+Extents ReadExtents(Env* env, DataFormat format, const std::string& path) {
   ReaderOptions options;
   options.chunk_samples = 3;  // extents must stay right across chunk boundaries
   auto reader = OpenSampleLengthReader(env, format, path, options);
@@ -40,7 +40,7 @@ Extents ReadExtents(GateEnv* env, DataFormat format, const std::string& path) {
 }
 
 // The ids stored at each extent, decoded as little-endian integers of item_bytes.
-std::vector<std::vector<uint64_t>> IdsAt(GateEnv* env, const Extents& e, size_t item_bytes) {
+std::vector<std::vector<uint64_t>> IdsAt(Env* env, const Extents& e, size_t item_bytes) {
   std::vector<std::vector<uint64_t>> out;
   for (const SampleExtent& x : e.extents) {
     auto file = env->OpenFile(e.files.at(x.file_index));
@@ -70,7 +70,7 @@ std::vector<std::vector<uint64_t>> Expected(const std::vector<uint32_t>& lengths
 }
 
 TEST(SampleExtents, MegatronPointsIntoTheBin) {
-  MemGateEnv env;
+  MemEnv env;
   auto [idx, bin] = MegatronBytes(kLengths, /*uint16*/ 8, 1000);
   env.AddFile("x.idx", idx);
   env.AddFile("x.bin", bin);
@@ -81,7 +81,7 @@ TEST(SampleExtents, MegatronPointsIntoTheBin) {
 }
 
 TEST(SampleExtents, NpyRowsAndOffsetPairs) {
-  MemGateEnv env;
+  MemEnv env;
   std::vector<int32_t> rows;
   for (size_t s = 0; s < 4; ++s) {
     for (size_t i = 0; i < 6; ++i) rows.push_back(static_cast<int32_t>(TokenAt(s, i, 1000)));
@@ -105,7 +105,7 @@ TEST(SampleExtents, NpyRowsAndOffsetPairs) {
 }
 
 TEST(SampleExtents, NpyLengthsOnlyHasNoSampleData) {
-  MemGateEnv env;
+  MemEnv env;
   env.AddFile("l.npy", NpyBytes<int32_t>("<i4", {3}, {4, 5, 6}));
   const Extents e = ReadExtents(&env, DataFormat::kNpy, "l.npy");
   EXPECT_THAT(e.lengths, ElementsAreArray({4u, 5u, 6u}));
@@ -113,7 +113,7 @@ TEST(SampleExtents, NpyLengthsOnlyHasNoSampleData) {
 }
 
 TEST(SampleExtents, JsonlLinesIncludingTheNewline) {
-  MemGateEnv env;
+  MemEnv env;
   // A blank line and CRLF endings: extents cover exactly each sample's line.
   const std::string text = "{\"input_ids\": [1, 2]}\r\n\n{\"input_ids\": []}\n{\"input_ids\": [3]}";
   env.AddFile("a.jsonl", text);
@@ -128,7 +128,7 @@ TEST(SampleExtents, JsonlLinesIncludingTheNewline) {
 
 TEST(SampleExtents, JsonlAcrossRefills) {
   // Lines longer in total than one 4 MiB refill block: offsets must account for the kept tail.
-  MemGateEnv env;
+  MemEnv env;
   std::vector<uint32_t> lengths(3000, 400);
   const std::string text = JsonlBytes(lengths);
   ASSERT_GT(text.size(), size_t{4} << 20);
@@ -147,7 +147,7 @@ TEST(SampleExtents, JsonlAcrossRefills) {
 }
 
 TEST(SampleExtents, ArrowValuesOfEachBatch) {
-  MemGateEnv env;
+  MemEnv env;
   const std::vector<std::vector<uint32_t>> batches = {{5, 0, 17}, {3, 8, 1, 40, 2}};
   env.AddFile("s.arrow", ArrowStreamBytes(batches));
   Extents e = ReadExtents(&env, DataFormat::kArrow, "s.arrow");
@@ -158,4 +158,4 @@ TEST(SampleExtents, ArrowValuesOfEachBatch) {
 }
 
 }  // namespace
-}  // namespace ww::gate
+}  // namespace ww::dataset

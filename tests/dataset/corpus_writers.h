@@ -1,30 +1,23 @@
-// Small writers for the corpus formats the gate reads, so tests generate their own fixtures:
-// Megatron .idx/.bin, .npy, jsonl and Arrow IPC streams (with a tiny front-to-back FlatBuffers
-// builder). Byte-level layouts follow the formats' specifications; nothing here is used outside
-// tests.
+// Small writers for the corpus formats the dataset readers read, so tests and benches generate
+// their own fixtures: Megatron .idx/.bin, .npy, jsonl and Arrow IPC streams (with a tiny
+// front-to-back FlatBuffers builder). Byte-level layouts follow the formats' specifications.
+// Free of GoogleTest so bench/ takes it too; temp dirs and plain files are tests/support's.
 #pragma once
 
 #include <cstdint>
 #include <cstring>
-#include <filesystem>
 #include <fstream>
 #include <memory>
-#include <random>
 #include <string>
 #include <utility>
 #include <variant>
 #include <vector>
 
-namespace ww::gate::testing {
+namespace ww::dataset::testing {
 
 template <typename T>
 void Put(std::string* out, T v) {
   out->append(reinterpret_cast<const char*>(&v), sizeof(T));
-}
-
-inline void WriteFile(const std::string& path, const std::string& bytes) {
-  std::ofstream(path, std::ios::binary)
-      .write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
 }
 
 // Token id for sample s, position i (deterministic, below `vocab`).
@@ -65,8 +58,10 @@ inline std::pair<std::string, std::string> MegatronBytes(const std::vector<uint3
 inline void WriteMegatron(const std::string& prefix, const std::vector<uint32_t>& lengths,
                           uint8_t dtype_code = 4, uint32_t vocab = 1000) {
   auto [idx, bin] = MegatronBytes(lengths, dtype_code, vocab);
-  WriteFile(prefix + ".idx", idx);
-  WriteFile(prefix + ".bin", bin);
+  std::ofstream(prefix + ".idx", std::ios::binary)
+      .write(idx.data(), static_cast<std::streamsize>(idx.size()));
+  std::ofstream(prefix + ".bin", std::ios::binary)
+      .write(bin.data(), static_cast<std::streamsize>(bin.size()));
 }
 
 // .npy v1.0 with a little-endian integer dtype descr like "<i4".
@@ -298,24 +293,4 @@ inline std::string ArrowStreamBytes(const std::vector<std::vector<uint32_t>>& ba
   return out;
 }
 
-// A fresh temporary directory, removed with the object.
-class TempDir {
- public:
-  TempDir() {
-    std::random_device rd;
-    path_ = std::filesystem::temp_directory_path() /
-            ("ww_gate_test_" + std::to_string(rd()) + std::to_string(rd()));
-    std::filesystem::create_directories(path_);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  std::string operator/(const std::string& name) const { return (path_ / name).string(); }
-  std::string str() const { return path_.string(); }
-
- private:
-  std::filesystem::path path_;
-};
-
-}  // namespace ww::gate::testing
+}  // namespace ww::dataset::testing

@@ -9,11 +9,11 @@
 #include <cstring>
 #include <vector>
 
-#include "gate/readers/flatbuffer_view.h"
-#include "gate/readers/reader_common.h"
-#include "gate/readers/sample_length_reader.h"
+#include "dataset/flatbuffer_view.h"
+#include "dataset/reader_common.h"
+#include "dataset/sample_length_reader.h"
 
-namespace ww::gate {
+namespace ww::dataset {
 namespace {
 
 using internal::LoadLe;
@@ -62,7 +62,7 @@ struct Layout {
 
 class ArrowReader final : public SampleLengthReader {
  public:
-  Status Open(GateEnv* env, const std::string& path, const ReaderOptions& options) {
+  Status Open(Env* env, const std::string& path, const ReaderOptions& options) {
     options_ = options;
     auto file = env->OpenFile(path);
     if (!file.ok()) return file.status();
@@ -396,7 +396,7 @@ class ArrowReader final : public SampleLengthReader {
 
 }  // namespace
 
-Result<std::unique_ptr<SampleLengthReader>> OpenArrowReader(GateEnv* env, const std::string& path,
+Result<std::unique_ptr<SampleLengthReader>> OpenArrowReader(Env* env, const std::string& path,
                                                             const ReaderOptions& options) {
   auto reader = std::make_unique<ArrowReader>();
   WW_RETURN_IF_ERROR(reader->Open(env, path, options));
@@ -404,4 +404,4 @@ Result<std::unique_ptr<SampleLengthReader>> OpenArrowReader(GateEnv* env, const 
   return std::unique_ptr<SampleLengthReader>(std::move(reader));
 }
 
-}  // namespace ww::gate
+}  // namespace ww::dataset
