@@ -1,6 +1,7 @@
 // The readers of issue 13: dcgmi dmon, dcgm-exporter text, W&B, nvidia-smi tables, home-made
 // CSVs, gzip/zstd; format recognition by content; the real format samples in
 // ../shared/traces/formats read with values checked by hand against the files.
+#include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <zlib.h>
@@ -19,6 +20,7 @@ namespace ww {
 namespace {
 
 using ::testing::HasSubstr;
+using namespace ww::ingest;  // NOLINT: the readers under test
 using ww::testing::SharedDir;
 using ww::testing::TempDir;
 using ww::testing::WriteFile;
@@ -88,14 +90,6 @@ std::string Zstd(const std::string& text) {
   return out;
 }
 
-std::vector<GpuSample> OfGpu(const std::vector<GpuSample>& all, int gpu) {
-  std::vector<GpuSample> out;
-  for (const auto& s : all) {
-    if (s.key.gpu == gpu) out.push_back(s);
-  }
-  return out;
-}
-
 // ---------------------------------------------------------------- real files
 
 TEST(RealFormats, DcgmiDmonV100) {
@@ -131,17 +125,18 @@ TEST(RealFormats, DcgmiDmonV100) {
   EXPECT_EQ(r1000.timestamp_ms, 999 * 50);
   EXPECT_DOUBLE_EQ(*r1000.pcie_tx_bytes_per_s, 4429635);
   EXPECT_EQ(*r1000.energy_mj, 307253323305u);
-  // Last row: 37.361 W; peak 50.818 W; GPUTL peaks at 5 %, GRACT at 0.680.
+  // Last row: 37.361 W; peak 50.818 W; GPUTL (13th column) peaks at 64 %, MCUTL at 5 %.
   EXPECT_DOUBLE_EQ(*d.samples.back().power_w, 37.361);
   EXPECT_EQ(d.samples.back().timestamp_ms, 3560 * 50);
-  double peak = 0, peak_util = 0, peak_sm = 0;
+  double peak = 0, peak_util = 0, peak_mem = 0;
   for (const auto& s : d.samples) {
     peak = std::max(peak, *s.power_w);
     peak_util = std::max(peak_util, *s.util_gpu_pct);
-    peak_sm = std::max(peak_sm, s.sm_activity_ratio.value_or(0));
+    peak_mem = std::max(peak_mem, *s.util_mem_pct);
   }
   EXPECT_DOUBLE_EQ(peak, 50.818);
-  EXPECT_DOUBLE_EQ(peak_util, 5);
+  EXPECT_DOUBLE_EQ(peak_util, 64);
+  EXPECT_DOUBLE_EQ(peak_mem, 5);
   EXPECT_THAT(d.description, HasSubstr("dcgmi dmon: fields"));
   EXPECT_THAT(d.description, HasSubstr("ignored"));
 }
@@ -220,7 +215,7 @@ TEST(RealFormats, CompressedRealFilesReadTheSame) {
   WriteFile(dir / "a.gz", Gzip(text));
   WriteFile(dir / "b.zst", Zstd(text));
   Drained plain = ReadOne(f, 50);
-  for (const std::string p : {dir / "a.gz", dir / "b.zst"}) {
+  for (const std::string& p : {dir / "a.gz", dir / "b.zst"}) {
     Drained c = ReadOne(p, 50);
     ASSERT_TRUE(c.status.ok()) << p << ": " << c.status.message();
     ASSERT_EQ(c.samples.size(), plain.samples.size());

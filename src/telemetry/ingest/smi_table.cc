@@ -151,7 +151,10 @@ class SmiTableSource final : public FileSource {
   }
 
   Status GpuRow(int64_t n, bool complete) {
-    if (cells_.size() < 3) return Status::Ok();
+    if (cells_.size() < 3) {
+      if (!complete) Skip("truncated last line skipped", fmt::format("line {}", n));
+      return Status::Ok();
+    }
     const std::string_view c0 = TrimSpace(cells_[0]);
     if (!expect_second_) {
       // "0  Tesla K80           Off": index, name, persistence mode.
