@@ -89,6 +89,12 @@ void FileSource::SetLabel(uint16_t gpu, const std::string& key, const std::strin
   labels_[gpu][key] = ValidUtf8(value);
 }
 
+std::vector<std::string> FileSource::warnings() const {
+  auto lines = warnings_.Render();
+  for (auto& l : lines) l = ValidUtf8(path() + ": " + l);
+  return lines;
+}
+
 std::vector<GpuInfo> FileSource::gpus() const {
   std::vector<GpuInfo> out;
   for (const auto& [gpu, info] : infos_) out.push_back(info);

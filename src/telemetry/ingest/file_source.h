@@ -51,7 +51,8 @@ class FileSource : public TelemetrySource {
   Status Next(std::vector<GpuSample>* out) final;
   const std::vector<std::string>& hosts() const final { return hosts_; }
   std::vector<GpuInfo> gpus() const final;
-  std::vector<std::string> warnings() const final { return warnings_.Render(); }
+  // "PATH: KIND (N times); example; ...", as the nvidia-smi reader words them.
+  std::vector<std::string> warnings() const final;
   // Labels beyond GpuInfo (pod, namespace, container, hpc_job, hostname), per GPU.
   std::vector<GpuLabels> gpu_labels() const final;
   // What was recognized (format, fields, columns), in words; complete once the file was read.
