@@ -10,7 +10,7 @@
 #include "report/html_report.h"
 #include "report/labels_writer.h"
 #include "report/triage_report.h"
-#include "telemetry/replay/nvsmi_log.h"
+#include "telemetry/ingest/open.h"
 #include "triage/run.h"
 
 namespace ww::app {
@@ -24,6 +24,8 @@ struct TriageFlags {
   std::string html;
   bool fail_on_hang = false;
   std::string query;
+  std::string format = "auto";
+  std::vector<std::string> map;
   int64_t interval_ms = 0;
   double hang_confirm_s = 45;
   double max_checkpoint_s = 1800;
@@ -31,15 +33,29 @@ struct TriageFlags {
 };
 
 int RunTriage(const TriageFlags& f) {
-  ReplayOptions ro;
-  ro.query = f.query;
-  ro.interval_ms = f.interval_ms;
-  ro.triage_fields_only = true;
-  auto source = OpenReplay(f.files, ro);
-  if (!source.ok()) {
-    std::cerr << "wattwatch triage: " << source.status().message() << "\n";
+  IngestOptions io;
+  io.replay.query = f.query;
+  io.replay.interval_ms = f.interval_ms;
+  io.replay.triage_fields_only = true;
+  auto format = ParseInputFormat(f.format);
+  if (!format.ok()) {
+    std::cerr << "wattwatch triage: " << format.status().message() << "\n";
     return kExitBadInput;
   }
+  io.format = *format;
+  for (const auto& m : f.map) {
+    Status ms = ParseMapFlag(m, &io.map);
+    if (!ms.ok()) {
+      std::cerr << "wattwatch triage: " << ms.message() << "\n";
+      return kExitBadInput;
+    }
+  }
+  auto inputs = OpenTelemetryFiles(f.files, io);
+  if (!inputs.ok()) {
+    std::cerr << "wattwatch triage: " << inputs.status().message() << "\n";
+    return kExitBadInput;
+  }
+  auto* source = &inputs->source;
   const auto& hosts = (*source)->hosts();
   triage::TriageOptions opts;
   opts.hang_confirm_s = f.hang_confirm_s;
@@ -92,6 +108,12 @@ int RunTriage(const TriageFlags& f) {
     std::cout << report::RenderJson(rep).dump(2) << "\n";
   } else if (f.labels != "-") {
     const bool color = f.color == "always" || (f.color == "auto" && isatty(STDOUT_FILENO));
+    // What each file was read as, so a wrong guess (a column, a unit, the format) is visible.
+    for (const auto& in : inputs->inputs) {
+      if (in.format != "nvidia-smi" || !in.compression.empty()) {
+        std::cout << "input " << in.Text() << "\n";
+      }
+    }
     std::cout << report::RenderText(rep, color);
   }
   if (f.fail_on_hang && !rep.hang_episodes.empty()) return kExitHang;
@@ -111,7 +133,10 @@ void AddTriageCommand(CLI::App& app, int* exit_code) {
   nvidia-smi --query-gpu=timestamp,index,name,power.draw,power.limit,utilization.gpu,\
              utilization.memory,memory.used --format=csv -lms 100 > $(hostname).csv
 Any column order or subset, with or without units/header (then pass --query), or
-`nvidia-smi dmon` output. Host = file name without extension.
+`nvidia-smi dmon` output. Also, recognized from the content: `dcgmi dmon` text (pass
+--interval-ms), dcgm-exporter /metrics scrapes, W&B system metrics (CSV, JSON lines),
+`nvidia-smi` tables in a loop (a Slurm .out), CSVs with your own column names (--map),
+any of them gzip- or zstd-compressed. Host = file name without extension.
 
 Why power: utilization reads 100 % while an NCCL collective spins in a deadlock; board power
 does not lie. Every hang comes with the reasons, so you can check the call by eye.
@@ -121,6 +146,9 @@ Examples:
   wattwatch triage node*.csv --json > triage.json
   wattwatch triage gpu.csv --labels labels.csv --fail-on-hang
   wattwatch triage node*.csv --html report.html   # open it in any browser, offline
+  wattwatch triage gpu.dmon --interval-ms 100     # dcgmi dmon -e 155,203,1002 -d 100
+  wattwatch triage metrics.prom --interval-ms 30000   # curl :9400/metrics in a loop
+  wattwatch triage mylog.csv --map power=board_w --map time=t
 
 Exit codes: 0 triage ran; 2 unusable input (the message names file, line and field);
 3 a hang was found and --fail-on-hang was given.)");
@@ -137,8 +165,18 @@ Exit codes: 0 triage ran; 2 unusable input (the message names file, line and fie
   cmd->add_flag("--fail-on-hang", flags->fail_on_hang, "exit 3 when a hang was found");
   cmd->add_option("--query", flags->query,
                   "the --query-gpu list of a headerless (csv,noheader) log");
+  cmd->add_option("--format", flags->format,
+                  "auto (default: recognized from the content), nvidia-smi, dcgmi-dmon, "
+                  "dcgm-exporter, wandb, smi-table or custom-csv")
+      ->check(CLI::IsMember({"auto", "nvidia-smi", "dcgmi-dmon", "dcgm-exporter", "wandb",
+                             "smi-table", "custom-csv"}));
+  cmd->add_option("--map", flags->map,
+                  "FIELD=COLUMN for a home-made CSV (repeatable): time, gpu, uuid, name, power, "
+                  "power_limit, util, mem_util, memory_used, memory_total, temperature, "
+                  "sm_clock, mem_clock");
   cmd->add_option("--interval-ms", flags->interval_ms,
-                  "sampling interval of a log without timestamps")
+                  "sampling interval of a log without timestamps (dcgmi dmon -d, scrapes of "
+                  "dcgm-exporter, nvidia-smi tables without date lines)")
       ->check(CLI::Range(int64_t{1}, int64_t{3600000}));
   cmd->add_option("--hang-confirm-s", flags->hang_confirm_s,
                   "seconds of spin with nobody working before it is a hang (default 45)")

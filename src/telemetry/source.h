@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,13 @@ struct SourceHealth {
   uint64_t samples_stale = 0;         // GPU-samples that came back without a fresh reading
   int64_t last_read_latency_us = -1;  // wall time of the last Next(); -1: not measured
   int64_t last_success_unix_ms = 0;   // when a Next() last returned readings; 0: never
+};
+
+// Labels a source knows for a GPU beyond GpuInfo: dcgm-exporter's pod, namespace, container,
+// hpc_job and hostname, so a fleet view can group GPUs by the job that ran on them.
+struct GpuLabels {
+  GpuKey key;
+  std::map<std::string, std::string> labels;
 };
 
 class TelemetrySource {
@@ -37,6 +45,9 @@ class TelemetrySource {
 
   // Rows or readings skipped so far, with the reasons, for "documented skip" reporting.
   virtual std::vector<std::string> warnings() const { return {}; }
+
+  // Labels per GPU, for sources that have them (dcgm-exporter); may grow as samples arrive.
+  virtual std::vector<GpuLabels> gpu_labels() const { return {}; }
 
   // The source's own health; callers never reach through to a concrete source for it.
   virtual SourceHealth health() const { return {}; }

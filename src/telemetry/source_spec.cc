@@ -2,8 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "telemetry/ingest/open.h"
 #include "telemetry/nvml/nvml_source.h"
-#include "telemetry/replay/nvsmi_log.h"
 #include "telemetry/sim/simulator.h"
 
 namespace ww {
@@ -44,9 +44,9 @@ Result<OpenedSource> OpenSourceSpec(const std::string& spec, const SourceSpecOpt
     if (files.empty()) {
       return Status::InvalidInput("--source replay:FILE[,FILE...] needs at least one file");
     }
-    auto s = OpenReplay(files);
+    auto s = OpenTelemetryFiles(files);  // any format triage reads, recognized by content
     if (!s.ok()) return s.status();
-    out.source = std::move(*s);
+    out.source = std::move(s->source);
     return out;
   }
   if (spec.rfind("sim:", 0) == 0) {

@@ -3,11 +3,42 @@
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <unistd.h>
+#include <zlib.h>
+#include <zstd.h>
 
 #include <cerrno>
 #include <cstring>
 
 namespace ww {
+
+const char* CompressionName(Compression c) {
+  switch (c) {
+    case Compression::kGzip:
+      return "gzip";
+    case Compression::kZstd:
+      return "zstd";
+    default:
+      return "";
+  }
+}
+
+// Streaming decompression state: the compressed bytes read ahead of the decoder, and the zlib or
+// zstd context. Concatenated gzip members and zstd frames (what `cat a.gz b.gz` and log rotation
+// produce) decode as one text.
+struct LineReader::Decoder {
+  std::vector<char> in = std::vector<char>(1 << 18);
+  size_t in_begin = 0, in_end = 0;
+  bool in_eof = false;
+  bool stream_ended = true;  // the last member/frame ended cleanly (no partial one pending)
+  z_stream z{};
+  bool z_init = false;
+  ZSTD_DStream* zs = nullptr;
+
+  ~Decoder() {
+    if (z_init) inflateEnd(&z);
+    if (zs) ZSTD_freeDStream(zs);
+  }
+};
 
 Result<std::unique_ptr<LineReader>> LineReader::Open(const std::string& path,
                                                      size_t max_line_bytes) {
@@ -28,25 +59,143 @@ LineReader::~LineReader() {
   if (fd_ >= 0) ::close(fd_);
 }
 
+Result<size_t> LineReader::ReadRaw(char* dst, size_t cap) {
+  for (;;) {
+    ssize_t n = ::read(fd_, dst, cap);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return Status::IoError(fmt::format("{}: read failed: {}", path_, std::strerror(errno)));
+    }
+    return static_cast<size_t>(n);
+  }
+}
+
+Result<size_t> LineReader::ReadText(char* dst, size_t cap) {
+  if (!sniffed_) {
+    // The first read decides: gzip (1f 8b) or zstd (28 b5 2f fd) magic, else plain text.
+    sniffed_ = true;
+    auto d = std::make_unique<Decoder>();
+    size_t have = 0;
+    while (have < 4) {
+      auto n = ReadRaw(d->in.data() + have, d->in.size() - have);
+      if (!n.ok()) return n.status();
+      if (*n == 0) break;
+      have += *n;
+    }
+    const auto* b = reinterpret_cast<const unsigned char*>(d->in.data());
+    if (have >= 2 && b[0] == 0x1f && b[1] == 0x8b) {
+      compression_ = Compression::kGzip;
+    } else if (have >= 4 && b[0] == 0x28 && b[1] == 0xb5 && b[2] == 0x2f && b[3] == 0xfd) {
+      compression_ = Compression::kZstd;
+    }
+    if (compression_ == Compression::kNone) {
+      const size_t n = std::min(have, cap);
+      std::memcpy(dst, d->in.data(), n);
+      if (n < have) {  // cap is the whole buffer, so this only happens for tiny caps
+        d->in_begin = n;
+        d->in_end = have;
+        decoder_ = std::move(d);
+      }
+      return n;
+    }
+    d->in_end = have;
+    if (compression_ == Compression::kGzip) {
+      // 15 + 32: a gzip or zlib header, detected by zlib itself.
+      if (inflateInit2(&d->z, 15 + 32) != Z_OK) {
+        return Status::IoError(fmt::format("{}: cannot start gzip decoder", path_));
+      }
+      d->z_init = true;
+    } else {
+      d->zs = ZSTD_createDStream();
+      if (!d->zs) return Status::IoError(fmt::format("{}: cannot start zstd decoder", path_));
+      ZSTD_initDStream(d->zs);
+    }
+    decoder_ = std::move(d);
+  }
+  if (!decoder_) {
+    return ReadRaw(dst, cap);
+  }
+  Decoder& d = *decoder_;
+  if (compression_ == Compression::kNone) {
+    // Leftover of the sniffing read, then the file itself.
+    if (d.in_begin < d.in_end) {
+      const size_t n = std::min(cap, d.in_end - d.in_begin);
+      std::memcpy(dst, d.in.data() + d.in_begin, n);
+      d.in_begin += n;
+      return n;
+    }
+    return ReadRaw(dst, cap);
+  }
+  for (;;) {
+    if (d.in_begin == d.in_end && !d.in_eof) {
+      auto n = ReadRaw(d.in.data(), d.in.size());
+      if (!n.ok()) return n.status();
+      d.in_begin = 0;
+      d.in_end = *n;
+      if (*n == 0) d.in_eof = true;
+    }
+    if (d.in_begin == d.in_end && d.in_eof) {
+      if (!d.stream_ended) {
+        return Status::InvalidInput(fmt::format("{}:{}: {} stream cut off (the file is truncated)",
+                                                path_, line_number_ + 1,
+                                                CompressionName(compression_)));
+      }
+      return size_t{0};
+    }
+    size_t produced = 0;
+    if (compression_ == Compression::kGzip) {
+      if (d.stream_ended) {
+        // A new member starts here (the first, or one concatenated after another).
+        if (inflateReset(&d.z) != Z_OK) {
+          return Status::IoError(fmt::format("{}: gzip decoder reset failed", path_));
+        }
+        d.stream_ended = false;
+      }
+      d.z.next_in = reinterpret_cast<Bytef*>(d.in.data() + d.in_begin);
+      d.z.avail_in = static_cast<uInt>(d.in_end - d.in_begin);
+      d.z.next_out = reinterpret_cast<Bytef*>(dst);
+      d.z.avail_out = static_cast<uInt>(std::min<size_t>(cap, 1u << 30));
+      const int rc = inflate(&d.z, Z_NO_FLUSH);
+      d.in_begin = d.in_end - d.z.avail_in;
+      produced = std::min<size_t>(cap, 1u << 30) - d.z.avail_out;
+      if (rc == Z_STREAM_END) {
+        d.stream_ended = true;
+      } else if (rc != Z_OK && rc != Z_BUF_ERROR) {
+        return Status::InvalidInput(fmt::format("{}:{}: corrupt gzip data ({})", path_,
+                                                line_number_ + 1,
+                                                d.z.msg ? d.z.msg : "inflate error"));
+      }
+    } else {
+      ZSTD_inBuffer in{d.in.data() + d.in_begin, d.in_end - d.in_begin, 0};
+      ZSTD_outBuffer out{dst, cap, 0};
+      const size_t rc = ZSTD_decompressStream(d.zs, &out, &in);
+      d.in_begin += in.pos;
+      produced = out.pos;
+      if (ZSTD_isError(rc)) {
+        return Status::InvalidInput(fmt::format("{}:{}: corrupt zstd data ({})", path_,
+                                                line_number_ + 1, ZSTD_getErrorName(rc)));
+      }
+      d.stream_ended = rc == 0;
+    }
+    if (produced > 0) return produced;
+  }
+}
+
 Status LineReader::Fill() {
   if (begin_ > 0) {
     std::memmove(buf_.data(), buf_.data() + begin_, end_ - begin_);
     end_ -= begin_;
     begin_ = 0;
   }
-  while (end_ < buf_.size()) {
-    ssize_t n = ::read(fd_, buf_.data() + end_, buf_.size() - end_);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return Status::IoError(fmt::format("{}: read failed: {}", path_, std::strerror(errno)));
-    }
-    if (n == 0) {
+  if (end_ < buf_.size()) {
+    auto n = ReadText(buf_.data() + end_, buf_.size() - end_);
+    if (!n.ok()) return n.status();
+    if (*n == 0) {
       eof_ = true;
-      break;
+    } else {
+      end_ += *n;
+      bytes_read_ += *n;
     }
-    end_ += static_cast<size_t>(n);
-    bytes_read_ += static_cast<uint64_t>(n);
-    break;
   }
   return Status::Ok();
 }

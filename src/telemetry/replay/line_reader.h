@@ -1,6 +1,8 @@
 // LineReader: streams a file line by line with a fixed-size buffer (no whole-file loads), so a
 // multi-gigabyte log is read in bounded memory. Lines are returned without the trailing "\n" or
-// "\r\n". Not thread-safe; owned by one reader.
+// "\r\n". gzip and zstd files are decompressed on the fly, recognized by their magic bytes (not
+// the file name), so every reader built on it takes `log.csv.gz` and `log.zst` as they are.
+// Not thread-safe; owned by one reader.
 #pragma once
 
 #include <cstddef>
@@ -13,6 +15,9 @@
 #include "core/status.h"
 
 namespace ww {
+
+enum class Compression { kNone, kGzip, kZstd };
+const char* CompressionName(Compression c);  // "", "gzip", "zstd"
 
 class LineReader {
  public:
@@ -29,12 +34,18 @@ class LineReader {
 
   // 1-based number of the line last returned.
   int64_t line_number() const { return line_number_; }
+  // Bytes of (decompressed) text handed out so far.
   uint64_t bytes_read() const { return bytes_read_; }
   const std::string& path() const { return path_; }
+  Compression compression() const { return compression_; }
 
  private:
+  struct Decoder;
   LineReader(std::string path, int fd, size_t max_line_bytes);
   Status Fill();
+  // Reads up to `cap` bytes of the file's text (decompressed) into dst; 0 at the end.
+  Result<size_t> ReadText(char* dst, size_t cap);
+  Result<size_t> ReadRaw(char* dst, size_t cap);
 
   std::string path_;
   int fd_;
@@ -43,6 +54,9 @@ class LineReader {
   size_t begin_ = 0;  // start of unread data in buf_
   size_t end_ = 0;    // end of valid data in buf_
   bool eof_ = false;
+  bool sniffed_ = false;
+  Compression compression_ = Compression::kNone;
+  std::unique_ptr<Decoder> decoder_;
   int64_t line_number_ = 0;
   uint64_t bytes_read_ = 0;
 };

@@ -950,6 +950,14 @@ class MergedSource final : public TelemetrySource {
     }
     return out;
   }
+  std::vector<GpuLabels> gpu_labels() const override {
+    std::vector<GpuLabels> out;
+    for (const auto& p : parts_) {
+      auto l = p->gpu_labels();
+      out.insert(out.end(), l.begin(), l.end());
+    }
+    return out;
+  }
 
  private:
   Status Refill(size_t i) {
@@ -964,6 +972,11 @@ class MergedSource final : public TelemetrySource {
 };
 
 }  // namespace
+
+std::unique_ptr<TelemetrySource> MergeSources(std::vector<std::unique_ptr<TelemetrySource>> parts) {
+  if (parts.size() == 1) return std::move(parts.front());
+  return std::make_unique<MergedSource>(std::move(parts));
+}
 
 std::string HostNameFromPath(const std::string& path) {
   std::string name = path;

@@ -49,6 +49,10 @@ Result<std::unique_ptr<TelemetrySource>> OpenNvsmiLog(const std::string& path,
 Result<std::unique_ptr<TelemetrySource>> OpenReplay(const std::vector<std::string>& paths,
                                                     const ReplayOptions& options = {});
 
+// Merges several single-host sources (one host each, host index = position) into one stream
+// ordered by tick time.
+std::unique_ptr<TelemetrySource> MergeSources(std::vector<std::unique_ptr<TelemetrySource>> parts);
+
 // Host name for a log path: the file name without directory and extension.
 std::string HostNameFromPath(const std::string& path);
 

@@ -1,0 +1,396 @@
+#include "telemetry/ingest/dcgm_exporter.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "core/strings.h"
+
+namespace ww::ingest {
+namespace {
+
+enum class Kind : uint8_t {
+  kDouble,
+  kEnergy,
+  kReasons,
+  kEnforcedLimit,
+  kMgmtLimit,
+  kFbFree,
+  kFbReserved,
+  kGrActive,
+  kUtil
+};
+
+struct FieldDef {
+  const char* name;
+  Kind kind;
+  std::optional<double> GpuSample::*member;
+  double lo, hi;
+};
+
+constexpr double kMaxMib = 16.0 * 1024 * 1024;
+constexpr double kMaxBytesPerS = 1e13;
+
+const FieldDef kFields[] = {
+    {"DCGM_FI_DEV_POWER_USAGE", Kind::kDouble, &GpuSample::power_w, 0, 5000},
+    {"DCGM_FI_DEV_POWER_USAGE_INSTANT", Kind::kDouble, &GpuSample::power_instant_w, 0, 5000},
+    {"DCGM_FI_DEV_ENFORCED_POWER_LIMIT", Kind::kEnforcedLimit, &GpuSample::power_limit_w, 0, 5000},
+    {"DCGM_FI_DEV_POWER_MGMT_LIMIT", Kind::kMgmtLimit, &GpuSample::power_limit_w, 0, 5000},
+    {"DCGM_FI_DEV_GPU_UTIL", Kind::kUtil, &GpuSample::util_gpu_pct, 0, 100},
+    {"DCGM_FI_DEV_MEM_COPY_UTIL", Kind::kDouble, &GpuSample::util_mem_pct, 0, 100},
+    {"DCGM_FI_DEV_SM_CLOCK", Kind::kDouble, &GpuSample::sm_clock_mhz, 0, 20000},
+    {"DCGM_FI_DEV_MEM_CLOCK", Kind::kDouble, &GpuSample::mem_clock_mhz, 0, 20000},
+    {"DCGM_FI_DEV_GPU_TEMP", Kind::kDouble, &GpuSample::temperature_c, -60, 200},
+    {"DCGM_FI_DEV_FB_USED", Kind::kDouble, &GpuSample::mem_used_mib, 0, kMaxMib},
+    {"DCGM_FI_DEV_FB_TOTAL", Kind::kDouble, &GpuSample::mem_total_mib, 0, kMaxMib},
+    {"DCGM_FI_DEV_FB_FREE", Kind::kFbFree, nullptr, 0, kMaxMib},
+    {"DCGM_FI_DEV_FB_RESERVED", Kind::kFbReserved, nullptr, 0, kMaxMib},
+    {"DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", Kind::kEnergy, nullptr, 0, 1.8e19},
+    {"DCGM_FI_DEV_CLOCK_THROTTLE_REASONS", Kind::kReasons, nullptr, 0, 1.8e19},
+    {"DCGM_FI_DEV_CLOCKS_EVENT_REASONS", Kind::kReasons, nullptr, 0, 1.8e19},
+    {"DCGM_FI_PROF_GR_ENGINE_ACTIVE", Kind::kGrActive, nullptr, 0, 1.05},
+    {"DCGM_FI_PROF_SM_ACTIVE", Kind::kDouble, &GpuSample::sm_activity_ratio, 0, 1.05},
+    {"DCGM_FI_PROF_SM_OCCUPANCY", Kind::kDouble, &GpuSample::sm_occupancy_ratio, 0, 1.05},
+    {"DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", Kind::kDouble, &GpuSample::tensor_activity_ratio, 0, 1.05},
+    {"DCGM_FI_PROF_DRAM_ACTIVE", Kind::kDouble, &GpuSample::dram_bw_util_ratio, 0, 1.05},
+    {"DCGM_FI_PROF_PCIE_TX_BYTES", Kind::kDouble, &GpuSample::pcie_tx_bytes_per_s, 0,
+     kMaxBytesPerS},
+    {"DCGM_FI_PROF_PCIE_RX_BYTES", Kind::kDouble, &GpuSample::pcie_rx_bytes_per_s, 0,
+     kMaxBytesPerS},
+    {"DCGM_FI_PROF_NVLINK_TX_BYTES", Kind::kDouble, &GpuSample::nvlink_tx_bytes_per_s, 0,
+     kMaxBytesPerS},
+    {"DCGM_FI_PROF_NVLINK_RX_BYTES", Kind::kDouble, &GpuSample::nvlink_rx_bytes_per_s, 0,
+     kMaxBytesPerS},
+};
+constexpr size_t kNumFields = sizeof(kFields) / sizeof(kFields[0]);
+
+int FieldIndex(std::string_view name) {
+  static const std::unordered_map<std::string_view, int> kByName = [] {
+    std::unordered_map<std::string_view, int> m;
+    for (size_t i = 0; i < kNumFields; ++i) m.emplace(kFields[i].name, static_cast<int>(i));
+    return m;
+  }();
+  auto it = kByName.find(name);
+  return it == kByName.end() ? -1 : it->second;
+}
+
+}  // namespace
+
+const DcgmScrapeDecoder::Slot& DcgmScrapeDecoder::Resolve(std::string_view block) {
+  auto it = slots_.find(std::string(block));
+  if (it != slots_.end()) return it->second;
+  Slot slot;
+  std::string err;
+  scratch_.clear();
+  if (!ParsePromLabels(block, &label_buf_, &scratch_, &err)) {
+    slot.skip = true;
+    slot.skip_reason = "malformed labels: " + err;
+    return slots_.emplace(std::string(block), slot).first->second;
+  }
+  std::string_view gpu, uuid, model, bus, host, mig;
+  std::map<std::string, std::string> extra;
+  for (const PromLabel& l : label_buf_) {
+    if (l.name == "gpu") gpu = l.value;
+    if (l.name == "UUID") uuid = l.value;
+    if (l.name == "modelName") model = l.value;
+    if (l.name == "pci_bus_id") bus = l.value;
+    if (l.name == "Hostname" || l.name == "hostname") host = l.value;
+    if (l.name == "GPU_I_ID") mig = l.value;
+    for (const char* k : {"pod", "namespace", "container", "hpc_job"}) {
+      if (l.name == k && !l.value.empty()) extra[k] = std::string(l.value);
+    }
+  }
+  if (!mig.empty()) {
+    slot.skip = true;
+    slot.skip_reason = "series of MIG instances skipped (GPU_I_ID label)";
+    return slots_.emplace(std::string(block), slot).first->second;
+  }
+  if (!host.empty()) {
+    if (hostname_.empty()) hostname_ = ValidUtf8(host);
+    if (ValidUtf8(host) != hostname_) {
+      slot.skip = true;
+      slot.skip_reason = fmt::format(
+          "series of another host skipped (file is host '{}'; give each host a file)", hostname_);
+      return slots_.emplace(std::string(block), slot).first->second;
+    }
+  }
+  double idx = 0;
+  if (!gpu.empty() && ParseNumber(gpu, &idx) == Parse::kOk && idx >= 0 && idx < 4096 &&
+      idx == std::floor(idx)) {
+    slot.gpu = static_cast<uint16_t>(idx);
+  } else if (!uuid.empty()) {
+    auto [u, inserted] =
+        uuid_to_gpu_.try_emplace(std::string(uuid), static_cast<uint16_t>(uuid_to_gpu_.size()));
+    slot.gpu = u->second;
+  } else {
+    slot.skip = true;
+    slot.skip_reason = "series without a gpu or UUID label skipped";
+    return slots_.emplace(std::string(block), slot).first->second;
+  }
+  GpuInfo& info = infos_[slot.gpu];
+  info.key = GpuKey{host_index_, slot.gpu};
+  if (!model.empty()) info.name = ValidUtf8(model);
+  if (!uuid.empty()) info.uuid = ValidUtf8(uuid);
+  if (!bus.empty()) info.pci_bus_id = ValidUtf8(bus);
+  auto& labels = labels_[slot.gpu];
+  if (!host.empty()) labels["hostname"] = ValidUtf8(host);
+  for (auto& [k, v] : extra) labels[k] = ValidUtf8(v);
+  return slots_.emplace(std::string(block), slot).first->second;
+}
+
+DcgmScrapeDecoder::LineResult DcgmScrapeDecoder::Line(std::string_view line, std::string* why) {
+  if (!IsPromSampleLine(line, "DCGM_FI_")) return LineResult::kIgnored;
+  std::string err;
+  if (!ParsePromLine(line, &sample_, &err)) {
+    *why = err;
+    return LineResult::kMalformed;
+  }
+  const int field = FieldIndex(sample_.name);
+  if (field < 0) return LineResult::kIgnored;
+  const Slot& slot = Resolve(sample_.label_block);
+  if (slot.skip) {
+    *why = slot.skip_reason;
+    return slot.skip_reason.rfind("malformed", 0) == 0 ? LineResult::kMalformed
+                                                       : LineResult::kSkipped;
+  }
+  if (!slots_in_scrape_.empty() && sample_.timestamp_ms != scrape_ts_) {
+    return LineResult::kNewTimestamp;
+  }
+  auto [pit, inserted] = partial_.try_emplace(slot.gpu);
+  Partial& p = pit->second;
+  const uint64_t bit = uint64_t{1} << field;
+  if (p.seen & bit) return LineResult::kRepeated;
+  if (slots_in_scrape_.empty()) scrape_ts_ = sample_.timestamp_ms;
+  if (p.seen == 0) slots_in_scrape_.push_back(slot.gpu);
+  p.seen |= bit;
+  const FieldDef& def = kFields[field];
+  const double v = sample_.value;
+  if (std::isnan(v)) return LineResult::kRead;  // no reading: absent, never 0
+  if (!(v >= def.lo && v <= def.hi)) {
+    *why = fmt::format("{}: {} is out of the plausible range", def.name, v);
+    return LineResult::kMalformed;
+  }
+  fields_used_ |= bit;
+  GpuSample& s = p.sample;
+  switch (def.kind) {
+    case Kind::kDouble:
+      s.*def.member = v;
+      break;
+    case Kind::kUtil:
+      s.util_gpu_pct = v;
+      p.util_seen = true;
+      break;
+    case Kind::kEnforcedLimit:
+      s.power_limit_w = v;
+      p.enforced_limit = true;
+      break;
+    case Kind::kMgmtLimit:
+      if (!p.enforced_limit) s.power_limit_w = v;
+      break;
+    case Kind::kEnergy:
+      s.energy_mj = static_cast<uint64_t>(v);
+      scrape_had_energy_ = true;
+      break;
+    case Kind::kReasons:
+      s.clock_event_reasons = static_cast<uint64_t>(v);
+      break;
+    case Kind::kFbFree:
+      p.fb_free = v;
+      break;
+    case Kind::kFbReserved:
+      p.fb_reserved = v;
+      break;
+    case Kind::kGrActive:
+      p.gr_active = v;
+      break;
+  }
+  return LineResult::kRead;
+}
+
+void DcgmScrapeDecoder::End(int64_t at_ms, std::vector<GpuSample>* out) {
+  for (auto& [gpu, p] : partial_) {
+    if (p.seen == 0) continue;
+    GpuSample s = p.sample;
+    s.key = GpuKey{host_index_, gpu};
+    s.timestamp_ms = at_ms;
+    if (!s.mem_total_mib && s.mem_used_mib && p.fb_free) {
+      s.mem_total_mib = *s.mem_used_mib + *p.fb_free + p.fb_reserved.value_or(0);
+    }
+    if (!p.util_seen && p.gr_active) s.util_gpu_pct = std::min(100.0, *p.gr_active * 100);
+    out->push_back(s);
+  }
+  partial_.clear();
+  slots_in_scrape_.clear();
+  scrape_ts_.reset();
+  scrape_had_energy_ = false;
+}
+
+std::vector<std::string> DcgmScrapeDecoder::fields_read() const {
+  std::vector<std::string> out;
+  for (size_t i = 0; i < kNumFields; ++i) {
+    if (fields_used_ & (uint64_t{1} << i)) out.push_back(std::string(kFields[i].name).substr(8));
+  }
+  return out;
+}
+
+namespace {
+
+bool SameReadings(const std::vector<GpuSample>& a, const std::vector<GpuSample>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    const GpuSample& x = a[i];
+    const GpuSample& y = b[i];
+    if (x.key != y.key || x.energy_mj != y.energy_mj || x.power_w != y.power_w ||
+        x.util_gpu_pct != y.util_gpu_pct || x.mem_used_mib != y.mem_used_mib ||
+        x.temperature_c != y.temperature_c || x.sm_clock_mhz != y.sm_clock_mhz ||
+        x.pcie_tx_bytes_per_s != y.pcie_tx_bytes_per_s) {
+      return false;
+    }
+  }
+  return true;
+}
+
+class DcgmExporterSource final : public FileSource {
+ public:
+  DcgmExporterSource(std::unique_ptr<LineReader> reader, const std::string& host,
+                     uint16_t host_index, const ReaderOptions& options)
+      : FileSource(std::move(reader), host, host_index, options.limits),
+        options_(options),
+        decoder_(host_index) {}
+
+  std::string Describe() const override {
+    std::string fields;
+    for (const auto& f : decoder_.fields_read()) fields += (fields.empty() ? "" : " ") + f;
+    return fmt::format("dcgm-exporter text: {}{}",
+                       fields.empty() ? "(fields found as read)" : fields,
+                       options_.interval_ms > 0
+                           ? fmt::format("; scrapes without timestamps {} ms apart (--interval-ms)",
+                                         options_.interval_ms)
+                           : std::string());
+  }
+
+ protected:
+  Status ReadBatch(std::vector<GpuSample>* out, bool* at_end) override {
+    for (;;) {
+      std::string_view line;
+      bool complete = true;
+      if (held_) {
+        line = held_line_;
+      } else {
+        auto r = reader().Next(&line, &complete);
+        if (!r.ok()) return r.status();
+        if (!*r) {
+          *at_end = true;
+          return CloseScrape(out);
+        }
+        line_ = reader().line_number();
+      }
+      const bool was_held = held_;
+      held_ = false;
+      std::string why;
+      const auto res = decoder_.Line(line, &why);
+      switch (res) {
+        case DcgmScrapeDecoder::LineResult::kIgnored:
+          if (!was_held && line.find('\0') != std::string_view::npos) {
+            return Status::InvalidInput(
+                fmt::format("{}:{}: binary data in a dcgm-exporter log", path(), line_));
+          }
+          break;
+        case DcgmScrapeDecoder::LineResult::kRead:
+          if (!was_held) CountRecord();
+          break;
+        case DcgmScrapeDecoder::LineResult::kSkipped:
+          CountRecord();
+          Skip(why, fmt::format("line {}", line_));
+          break;
+        case DcgmScrapeDecoder::LineResult::kMalformed:
+          CountRecord();
+          if (!complete) {
+            Skip("truncated last line skipped", fmt::format("line {}", line_));
+            break;
+          }
+          WW_RETURN_IF_ERROR(Bad("malformed DCGM line skipped",
+                                 fmt::format("line {}: {}: '{}'", line_, why, Excerpt(line, 60))));
+          break;
+        case DcgmScrapeDecoder::LineResult::kRepeated:
+        case DcgmScrapeDecoder::LineResult::kNewTimestamp: {
+          CountRecord();
+          held_line_.assign(line);
+          held_ = true;
+          const size_t before = out->size();
+          WW_RETURN_IF_ERROR(CloseScrape(out));
+          if (out->size() > before) return Status::Ok();
+          break;
+        }
+      }
+    }
+  }
+
+ private:
+  Status CloseScrape(std::vector<GpuSample>* out) {
+    if (decoder_.empty()) return Status::Ok();
+    const auto ts = decoder_.scrape_timestamp_ms();
+    const bool had_energy = decoder_.scrape_had_energy();
+    int64_t at_ms = 0;
+    if (ts) {
+      at_ms = *ts;
+    } else {
+      if (scrapes_ > 0 && options_.interval_ms <= 0) {
+        // Might still be the same body printed twice; decide after decoding it.
+      }
+      at_ms = scrapes_ * std::max<int64_t>(options_.interval_ms, 0);
+    }
+    std::vector<GpuSample> scrape;
+    decoder_.End(at_ms, &scrape);
+    if (!ts && had_energy && scrapes_ > 0 && SameReadings(scrape, last_scrape_)) {
+      Skip("scrape identical to the one before skipped (the same body printed twice)",
+           fmt::format("line {}", scrape_start_line_));
+      scrape_start_line_ = line_;
+      return Status::Ok();
+    }
+    if (!ts && scrapes_ > 0 && options_.interval_ms <= 0) {
+      return Status::InvalidInput(fmt::format(
+          "{}:{}: a second dcgm-exporter scrape without timestamps; pass --interval-ms with the "
+          "scrape interval (dcgm-exporter collects every 30000 ms by default)",
+          path(), scrape_start_line_));
+    }
+    ++scrapes_;
+    scrape_start_line_ = line_;
+    last_scrape_ = scrape;
+    for (GpuSample& s : scrape) {
+      Accept(s, line_, out);
+      const auto& infos = decoder_.infos();
+      if (auto it = infos.find(s.key.gpu); it != infos.end()) {
+        GpuInfo& info = Info(s.key.gpu);
+        if (info.name.empty()) info = it->second;
+      }
+      const auto& labels = decoder_.labels();
+      if (auto it = labels.find(s.key.gpu); it != labels.end()) {
+        for (const auto& [k, v] : it->second) SetLabel(s.key.gpu, k, v);
+      }
+    }
+    return Status::Ok();
+  }
+
+  ReaderOptions options_;
+  DcgmScrapeDecoder decoder_;
+  bool held_ = false;
+  std::string held_line_;
+  int64_t line_ = 0;
+  int64_t scrapes_ = 0;
+  int64_t scrape_start_line_ = 1;
+  std::vector<GpuSample> last_scrape_;
+};
+
+}  // namespace
+
+Result<OpenedFile> OpenDcgmExporter(std::unique_ptr<LineReader> reader, const std::string& host,
+                                    uint16_t host_index, const ReaderOptions& options) {
+  auto src = std::make_unique<DcgmExporterSource>(std::move(reader), host, host_index, options);
+  OpenedFile f;
+  f.file = src.get();
+  f.source = std::move(src);
+  return f;
+}
+
+}  // namespace ww::ingest

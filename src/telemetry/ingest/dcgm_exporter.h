@@ -1,0 +1,106 @@
+// Reads dcgm-exporter's /metrics text (Prometheus exposition format): one scrape or many in a
+// file (`while sleep 30; do curl -s node:9400/metrics; done > gpu.prom`), also when the
+// `DCGM_FI_...{...} value` lines sit inside other text (Markdown, kubectl output, a CI log):
+// lines that do not start with DCGM_FI_ are ignored.
+//
+// Scrapes in time: a line's own timestamp (ms) when it has one; otherwise a scrape ends where a
+// series (metric and GPU) repeats, and scrape k is at k x ReaderOptions::interval_ms from
+// 1970-01-01 (dcgm-exporter writes no timestamps; its default collection interval is 30 s). A
+// file with more than one scrape and neither timestamps nor an interval is an error. A scrape
+// identical to the one before in every value, the cumulative energy counter included, is the
+// same body printed twice (a CI log echoing it) and a documented skip.
+//
+// GPUs by the `gpu` label (else by UUID); GpuInfo from UUID, modelName, pci_bus_id; labels
+// Hostname/hostname, pod, namespace, container, hpc_job kept per GPU (gpu_labels()). Series of
+// MIG instances (GPU_I_ID) and of a second host in one file are documented skips.
+//
+// Metrics read, with DCGM's units: DEV_POWER_USAGE (W) -> power_w, DEV_POWER_USAGE_INSTANT,
+// DEV_ENFORCED_POWER_LIMIT / DEV_POWER_MGMT_LIMIT (W) -> power_limit_w, DEV_GPU_UTIL (%),
+// DEV_MEM_COPY_UTIL (%), DEV_SM_CLOCK / DEV_MEM_CLOCK (MHz), DEV_GPU_TEMP (C), DEV_FB_USED /
+// DEV_FB_TOTAL (MiB; total = used + free + reserved when there is no FB_TOTAL),
+// DEV_TOTAL_ENERGY_CONSUMPTION (mJ), DEV_CLOCK_THROTTLE_REASONS / DEV_CLOCKS_EVENT_REASONS
+// (bitmask), PROF_SM_ACTIVE, PROF_SM_OCCUPANCY, PROF_PIPE_TENSOR_ACTIVE, PROF_DRAM_ACTIVE
+// (ratios), PROF_PCIE_TX/RX_BYTES, PROF_NVLINK_TX/RX_BYTES (bytes/s), PROF_GR_ENGINE_ACTIVE
+// (ratio; util_gpu_pct x 100 when a scrape has no DEV_GPU_UTIL). Others are ignored.
+// Ownership: the source owns its file. Thread-safety: one thread at a time.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "core/status.h"
+#include "telemetry/ingest/file_source.h"
+#include "telemetry/ingest/prom_text.h"
+
+namespace ww::ingest {
+
+Result<OpenedFile> OpenDcgmExporter(std::unique_ptr<LineReader> reader, const std::string& host,
+                                    uint16_t host_index, const ReaderOptions& options);
+
+// Decodes DCGM sample lines into per-GPU readings of one scrape. The seam a live
+// `--source dcgm-exporter:URL` scraper uses: Begin(), Line() for each line of the body, then
+// End() to get the scrape's samples (GPU order), all stamped with the scrape's time.
+class DcgmScrapeDecoder {
+ public:
+  explicit DcgmScrapeDecoder(uint16_t host_index) : host_index_(host_index) {}
+
+  enum class LineResult {
+    kRead,          // a DCGM field stored
+    kIgnored,       // not a DCGM_FI_ line, or a field wattwatch does not use
+    kRepeated,      // this series was already seen in the scrape: a new scrape starts here
+    kNewTimestamp,  // the line's timestamp differs from the scrape's: a new scrape starts here
+    kSkipped,       // documented skip (MIG instance, other host, no gpu label); *why says which
+    kMalformed,     // *why says what
+  };
+  // Decodes one line into the current scrape. kRepeated / kNewTimestamp leave the line
+  // undecoded: call End(), then Line() again with it.
+  LineResult Line(std::string_view line, std::string* why);
+  bool empty() const { return slots_in_scrape_.empty(); }
+  std::optional<int64_t> scrape_timestamp_ms() const { return scrape_ts_; }
+  // Closes the scrape: appends its samples (timestamp_ms = at_ms) and resets for the next one.
+  void End(int64_t at_ms, std::vector<GpuSample>* out);
+
+  // What the decoder learned about GPUs (by gpu index) and their labels.
+  const std::map<uint16_t, GpuInfo>& infos() const { return infos_; }
+  const std::map<uint16_t, std::map<std::string, std::string>>& labels() const { return labels_; }
+  const std::string& hostname() const { return hostname_; }
+  std::vector<std::string> fields_read() const;
+  bool scrape_had_energy() const { return scrape_had_energy_; }
+
+ private:
+  struct Slot {
+    bool skip = false;
+    std::string skip_reason;
+    uint16_t gpu = 0;
+  };
+  struct Partial {
+    GpuSample sample;
+    uint64_t seen = 0;  // bit per field
+    std::optional<double> fb_free, fb_reserved, gr_active;
+    bool util_seen = false;
+    bool enforced_limit = false;
+  };
+  const Slot& Resolve(std::string_view block);
+
+  uint16_t host_index_;
+  std::unordered_map<std::string, Slot> slots_;
+  std::map<uint16_t, Partial> partial_;
+  std::vector<uint16_t> slots_in_scrape_;
+  std::optional<int64_t> scrape_ts_;
+  bool scrape_had_energy_ = false;
+  std::map<uint16_t, GpuInfo> infos_;
+  std::map<uint16_t, std::map<std::string, std::string>> labels_;
+  std::unordered_map<std::string, uint16_t> uuid_to_gpu_;
+  std::string hostname_;
+  uint64_t fields_used_ = 0;
+  PromSample sample_;
+  std::vector<PromLabel> label_buf_;
+  std::deque<std::string> scratch_;
+};
+
+}  // namespace ww::ingest

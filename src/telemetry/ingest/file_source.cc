@@ -1,0 +1,119 @@
+#include "telemetry/ingest/file_source.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "core/timefmt.h"
+
+namespace ww::ingest {
+
+FileSource::FileSource(std::unique_ptr<LineReader> reader, std::string host, uint16_t host_index,
+                       FileSourceLimits limits)
+    : reader_(std::move(reader)),
+      hosts_{ValidUtf8(host)},
+      host_index_(host_index),
+      limits_(limits) {}
+
+Status FileSource::Next(std::vector<GpuSample>* out) {
+  if (finished_) return Status::Ok();
+  const size_t before = out->size();
+  for (;;) {
+    bool at_end = false;
+    WW_RETURN_IF_ERROR(ReadBatch(out, &at_end));
+    if (out->size() > before) {
+      emitted_ += static_cast<int64_t>(out->size() - before);
+      return Status::Ok();
+    }
+    if (at_end) break;
+  }
+  finished_ = true;
+  const double limit = std::max<double>(static_cast<double>(limits_.max_bad_floor),
+                                        limits_.max_bad_fraction * static_cast<double>(records_));
+  if (static_cast<double>(bad_) > limit) {
+    return Status::InvalidInput(fmt::format("{}: too many malformed records ({} of {}); first: {}",
+                                            path(), bad_, records_, *first_bad_));
+  }
+  if (emitted_ == 0) {
+    if (first_bad_) {
+      return Status::InvalidInput(
+          fmt::format("{}: no usable samples; first problem: {}", path(), *first_bad_));
+    }
+    return Status::InvalidInput(fmt::format("{}:{}: no samples in the file (it ends at line {})",
+                                            path(), reader_->line_number(),
+                                            reader_->line_number()));
+  }
+  return Status::Ok();
+}
+
+Status FileSource::Bad(const std::string& kind, std::string message) {
+  ++bad_;
+  if (!first_bad_) first_bad_ = message;
+  warnings_.Add(kind, std::move(message));
+  const double limit = std::max<double>(
+      static_cast<double>(limits_.max_bad_floor),
+      limits_.max_bad_fraction * static_cast<double>(std::max<int64_t>(records_, 1000)));
+  if (static_cast<double>(bad_) > limit) {
+    return Status::InvalidInput(
+        fmt::format("{}: too many malformed records ({} of {} so far); "
+                    "first: {}",
+                    path(), bad_, records_, *first_bad_));
+  }
+  return Status::Ok();
+}
+
+void FileSource::Accept(const GpuSample& s, int64_t line, std::vector<GpuSample>* out) {
+  auto [it, inserted] = last_ms_.try_emplace(s.key.gpu, INT64_MIN);
+  if (s.timestamp_ms <= it->second) {
+    warnings_.Add(
+        s.timestamp_ms == it->second ? "duplicate timestamp skipped"
+                                     : "out-of-order timestamp skipped",
+        fmt::format("line {}: GPU {} at {}", line, s.key.gpu, FormatIsoMs(s.timestamp_ms)));
+    return;
+  }
+  it->second = s.timestamp_ms;
+  Info(s.key.gpu);
+  out->push_back(s);
+}
+
+GpuInfo& FileSource::Info(uint16_t gpu) {
+  auto [it, inserted] = infos_.try_emplace(gpu);
+  if (inserted) {
+    it->second.key.host = host_index_;
+    it->second.key.gpu = gpu;
+  }
+  return it->second;
+}
+
+void FileSource::SetLabel(uint16_t gpu, const std::string& key, const std::string& value) {
+  labels_[gpu][key] = ValidUtf8(value);
+}
+
+std::vector<std::string> FileSource::warnings() const {
+  auto lines = warnings_.Render();
+  for (auto& l : lines) l = ValidUtf8(path() + ": " + l);
+  return lines;
+}
+
+std::vector<GpuInfo> FileSource::gpus() const {
+  std::vector<GpuInfo> out;
+  for (const auto& [gpu, info] : infos_) out.push_back(info);
+  return out;
+}
+
+std::vector<GpuLabels> FileSource::gpu_labels() const {
+  std::vector<GpuLabels> out;
+  for (const auto& [gpu, labels] : labels_) {
+    GpuLabels l;
+    l.key = GpuKey{host_index_, gpu};
+    l.labels = labels;
+    out.push_back(std::move(l));
+  }
+  return out;
+}
+
+std::string OpenedFile::Describe() const { return file ? file->Describe() : description; }
+
+std::string FileSource::Where(int64_t line) const { return fmt::format("{}:{}", path(), line); }
+
+}  // namespace ww::ingest

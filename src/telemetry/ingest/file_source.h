@@ -1,0 +1,102 @@
+// FileSource: what every single-host file reader shares: the host name, GPU infos, warnings,
+// the malformed-input budget (a fraction of records and a floor, as for the nvidia-smi CSV
+// reader) and the per-GPU time order check (duplicate and out-of-order timestamps are documented
+// skips). A reader implements ReadBatch(); Next() adds the end-of-file checks.
+// Ownership: the source owns its LineReader. Thread-safety: one thread at a time.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "telemetry/ingest/text.h"
+#include "telemetry/replay/line_reader.h"
+#include "telemetry/source.h"
+
+namespace ww::ingest {
+
+struct FileSourceLimits {
+  double max_bad_fraction = 0.01;
+  int64_t max_bad_floor = 20;
+};
+
+// What a reader needs beyond the file: the sampling interval for formats without timestamps
+// (dcgmi dmon rows, nvidia-smi tables without date lines, dcgm-exporter scrapes), --map
+// overrides for home-made CSVs, and the malformed budget.
+struct ReaderOptions {
+  int64_t interval_ms = 0;                               // 0: the file must carry its own times
+  std::vector<std::pair<std::string, std::string>> map;  // FIELD -> COLUMN (--map)
+  FileSourceLimits limits;
+};
+
+// An opened file: the source, and what was recognized in words ("dcgmi dmon: fields POWER
+// GPUTL ...", "custom CSV: time='ts' (epoch s), power='gpu_power_w' ..."), printed in the
+// triage summary's header so a wrong guess is visible.
+class FileSource;
+struct OpenedFile {
+  std::unique_ptr<TelemetrySource> source;
+  std::string description;           // fixed at open (nvidia-smi CSV)
+  const FileSource* file = nullptr;  // borrowed from source: describes itself once read
+  std::string Describe() const;      // the best description now
+};
+
+class FileSource : public TelemetrySource {
+ public:
+  FileSource(std::unique_ptr<LineReader> reader, std::string host, uint16_t host_index,
+             FileSourceLimits limits = {});
+
+  Status Next(std::vector<GpuSample>* out) final;
+  const std::vector<std::string>& hosts() const final { return hosts_; }
+  std::vector<GpuInfo> gpus() const final;
+  // "PATH: KIND (N times); example; ...", as the nvidia-smi reader words them.
+  std::vector<std::string> warnings() const final;
+  // Labels beyond GpuInfo (pod, namespace, container, hpc_job, hostname), per GPU.
+  std::vector<GpuLabels> gpu_labels() const final;
+  // What was recognized (format, fields, columns), in words; complete once the file was read.
+  virtual std::string Describe() const = 0;
+
+ protected:
+  // Appends the next tick (one timestamp, every GPU read at it) to *out, through Accept(); sets
+  // *at_end once the file is exhausted. Appending nothing without at_end (a tick whose samples
+  // were all skipped) makes Next() ask again.
+  virtual Status ReadBatch(std::vector<GpuSample>* out, bool* at_end) = 0;
+
+  // One more record read (a row, a scrape line): the denominator of the malformed budget.
+  void CountRecord() { ++records_; }
+  // A malformed record: a documented skip while under budget, else an error naming the file.
+  Status Bad(const std::string& kind, std::string message);
+  // A documented skip that does not count against the budget (other entity types, ...).
+  void Skip(const std::string& kind, std::string message) {
+    warnings_.Add(kind, std::move(message));
+  }
+  // Appends s to *out unless its GPU already had a sample at or after its time (skipped with a
+  // warning naming `line`).
+  void Accept(const GpuSample& s, int64_t line, std::vector<GpuSample>* out);
+  GpuInfo& Info(uint16_t gpu);
+  void SetLabel(uint16_t gpu, const std::string& key, const std::string& value);
+  uint16_t host_index() const { return host_index_; }
+  LineReader& reader() { return *reader_; }
+  const std::string& path() const { return reader_->path(); }
+  std::string Where(int64_t line) const;  // "PATH:LINE"
+
+  Warnings warnings_;
+
+ private:
+  std::unique_ptr<LineReader> reader_;
+  std::vector<std::string> hosts_;
+  uint16_t host_index_;
+  FileSourceLimits limits_;
+  int64_t records_ = 0;
+  int64_t bad_ = 0;
+  int64_t emitted_ = 0;
+  bool finished_ = false;
+  std::optional<std::string> first_bad_;
+  std::unordered_map<uint16_t, int64_t> last_ms_;
+  std::map<uint16_t, GpuInfo> infos_;
+  std::map<uint16_t, std::map<std::string, std::string>> labels_;
+};
+
+}  // namespace ww::ingest

@@ -1,0 +1,261 @@
+#include "telemetry/ingest/open.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+
+#include "core/strings.h"
+#include "core/timefmt.h"
+#include "telemetry/ingest/dcgm_exporter.h"
+#include "telemetry/ingest/dcgmi_dmon.h"
+#include "telemetry/ingest/prom_text.h"
+#include "telemetry/ingest/smi_table.h"
+#include "telemetry/ingest/table_csv.h"
+
+namespace ww {
+namespace {
+
+struct FormatName {
+  InputFormat format;
+  const char* name;
+};
+constexpr FormatName kFormats[] = {
+    {InputFormat::kAuto, "auto"},
+    {InputFormat::kNvidiaSmi, "nvidia-smi"},
+    {InputFormat::kDcgmiDmon, "dcgmi-dmon"},
+    {InputFormat::kDcgmExporter, "dcgm-exporter"},
+    {InputFormat::kWandb, "wandb"},
+    {InputFormat::kSmiTable, "smi-table"},
+    {InputFormat::kCustomCsv, "custom-csv"},
+};
+
+// How far detection looks: dcgm-exporter lines or an nvidia-smi table may come after a page of
+// other output (a CI log, a Slurm .out), so not only the first line.
+constexpr int kSniffLines = 4000;
+constexpr uint64_t kSniffBytes = 1 << 20;
+
+bool LooksLikeNvsmiCsvHeader(std::string_view line) {
+  const std::string l = AsciiLower(line);
+  for (const char* name : {"power.draw", "utilization.gpu", "utilization.memory", "memory.used",
+                           "temperature.gpu", "clocks.", "pci.bus_id", "enforced.power.limit",
+                           "power.limit", "clocks_event_reasons", "clocks_throttle_reasons"}) {
+    if (l.find(name) != std::string::npos) return true;
+  }
+  return false;
+}
+
+// A headerless nvidia-smi CSV row: its first field is nvidia-smi's timestamp.
+bool LooksLikeNvsmiRow(std::string_view line) {
+  const size_t comma = line.find(',');
+  if (comma == std::string_view::npos) return false;
+  return ParseTimestamp(line.substr(0, comma)).has_value();
+}
+
+std::string Unrecognized(const std::string& path, int64_t line_no, std::string_view first) {
+  return fmt::format(
+      "{}:{}: not a telemetry log wattwatch recognizes (first line: '{}'); it reads nvidia-smi "
+      "CSV and dmon logs, dcgmi dmon, dcgm-exporter /metrics text, W&B system metrics (CSV or "
+      "JSON lines), nvidia-smi tables and CSVs with a power or utilization column, gzip or zstd "
+      "compressed; force one with --format {{{}}}, or name your columns with --map "
+      "FIELD=COLUMN (e.g. --map power=gpu_watts --map time=t)",
+      path, line_no, ingest::Excerpt(first, 100), InputFormatNames());
+}
+
+}  // namespace
+
+Result<InputFormat> ParseInputFormat(std::string_view name) {
+  for (const auto& f : kFormats) {
+    if (name == f.name) return f.format;
+  }
+  return Status::InvalidInput(
+      fmt::format("--format: unknown format '{}' (expected auto, {})", name, InputFormatNames()));
+}
+
+const char* InputFormatName(InputFormat f) {
+  for (const auto& k : kFormats) {
+    if (k.format == f) return k.name;
+  }
+  return "auto";
+}
+
+std::string InputFormatNames() {
+  std::string out;
+  for (const auto& f : kFormats) {
+    if (f.format == InputFormat::kAuto) continue;
+    if (!out.empty()) out += ", ";
+    out += f.name;
+  }
+  return out;
+}
+
+Status ParseMapFlag(std::string_view flag, std::vector<std::pair<std::string, std::string>>* out) {
+  const size_t eq = flag.find('=');
+  if (eq == std::string_view::npos || eq == 0 || eq + 1 >= flag.size()) {
+    return Status::InvalidInput(fmt::format("--map '{}': expected FIELD=COLUMN", flag));
+  }
+  const std::string field = AsciiLower(TrimSpace(flag.substr(0, eq)));
+  const auto& names = ingest::MapFieldNames();
+  if (std::find(names.begin(), names.end(), field) == names.end()) {
+    std::string list;
+    for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
+    return Status::InvalidInput(
+        fmt::format("--map '{}': unknown field '{}' (fields: {})", flag, field, list));
+  }
+  out->emplace_back(field, std::string(TrimSpace(flag.substr(eq + 1))));
+  return Status::Ok();
+}
+
+std::string InputDescription::Text() const {
+  std::string d = file ? file->Describe() : fixed;
+  return fmt::format("{}: {}{}", path, compression.empty() ? "" : compression + ", ", d);
+}
+
+Result<InputFormat> DetectInputFormat(const std::string& path, const IngestOptions& options) {
+  if (options.format != InputFormat::kAuto) return options.format;
+  auto reader = LineReader::Open(path);
+  if (!reader.ok()) return reader.status();
+  std::string_view line;
+  bool complete;
+  std::string first;
+  int64_t first_no = 0;
+  int lines = 0;
+  bool first_seen = false;
+  InputFormat found = InputFormat::kAuto;
+  for (;;) {
+    auto r = (*reader)->Next(&line, &complete);
+    if (!r.ok()) {
+      // A binary file with no newline for a megabyte: the nvidia-smi reader names it.
+      if (!first_seen) return InputFormat::kNvidiaSmi;
+      return r.status();
+    }
+    if (!*r) break;
+    const std::string_view t = TrimSpace(line);
+    if (t.empty()) continue;
+    if (!first_seen) {
+      first_seen = true;
+      first = std::string(t);
+      first_no = (*reader)->line_number();
+      if (line.find('\0') != std::string_view::npos) return InputFormat::kNvidiaSmi;  // binary
+      if (!options.replay.query.empty()) return InputFormat::kNvidiaSmi;
+      if (ingest::IsDcgmiDmonHeader(t)) return InputFormat::kDcgmiDmon;
+      if (t.front() == '#' && !ingest::IsPromSampleLine(t, "# HELP DCGM") &&
+          !ingest::IsPromSampleLine(t, "# TYPE DCGM")) {
+        // nvidia-smi dmon ("# gpu pwr ...", "#Date Time gpu ...") or a commented CSV.
+        const std::string l = AsciiLower(t);
+        if (l.find("gpu") != std::string::npos || l.find("idx") != std::string::npos) {
+          return InputFormat::kNvidiaSmi;
+        }
+      }
+      if (ingest::LooksLikeWandbCsvHeader(t)) return InputFormat::kWandb;
+      if (LooksLikeNvsmiCsvHeader(t)) {
+        return options.map.empty() ? InputFormat::kNvidiaSmi : InputFormat::kCustomCsv;
+      }
+      if (LooksLikeNvsmiRow(t)) return InputFormat::kNvidiaSmi;  // --format=csv,noheader
+      if (!options.map.empty() && t.front() != '{') return InputFormat::kCustomCsv;
+      if (ingest::LooksLikeCustomCsvHeader(t)) found = InputFormat::kCustomCsv;
+    }
+    if (ingest::IsPromSampleLine(t, "DCGM_FI_")) return InputFormat::kDcgmExporter;
+    if (ingest::IsSmiTableBanner(t)) return InputFormat::kSmiTable;
+    if (ingest::LooksLikeWandbJsonLine(t)) return InputFormat::kWandb;
+    if (found != InputFormat::kAuto) return found;
+    if (++lines >= kSniffLines || (*reader)->bytes_read() > kSniffBytes) break;
+  }
+  if (!first_seen) return Status::InvalidInput(fmt::format("{}: empty file", path));
+  return Status::InvalidInput(Unrecognized(path, first_no, first));
+}
+
+Result<ingest::OpenedFile> OpenTelemetryFile(const std::string& path, const std::string& host,
+                                             uint16_t host_index, const IngestOptions& options,
+                                             InputDescription* description) {
+  auto format = DetectInputFormat(path, options);
+  if (!format.ok()) return format.status();
+  ingest::ReaderOptions ro;
+  ro.interval_ms = options.replay.interval_ms;
+  ro.map = options.map;
+  ro.limits.max_bad_fraction = options.replay.max_bad_row_fraction;
+  ro.limits.max_bad_floor = options.replay.max_bad_rows_floor;
+  Result<ingest::OpenedFile> opened = Status::Internal("unreachable");
+  Compression compression = Compression::kNone;
+  if (*format == InputFormat::kNvidiaSmi) {
+    auto src = OpenNvsmiLog(path, host, host_index, options.replay);
+    if (!src.ok()) return src.status();
+    ingest::OpenedFile f;
+    f.source = std::move(*src);
+    f.description = "nvidia-smi log";
+    opened = std::move(f);
+  } else {
+    auto reader = LineReader::Open(path);
+    if (!reader.ok()) return reader.status();
+    LineReader* raw = reader->get();
+    switch (*format) {
+      case InputFormat::kDcgmiDmon:
+        opened = ingest::OpenDcgmiDmon(std::move(*reader), host, host_index, ro);
+        break;
+      case InputFormat::kDcgmExporter:
+        opened = ingest::OpenDcgmExporter(std::move(*reader), host, host_index, ro);
+        break;
+      case InputFormat::kSmiTable:
+        opened = ingest::OpenSmiTable(std::move(*reader), host, host_index, ro);
+        break;
+      case InputFormat::kCustomCsv:
+        opened = ingest::OpenCustomCsv(std::move(*reader), host, host_index, ro, false);
+        break;
+      case InputFormat::kWandb: {
+        // W&B: JSON lines when the first record is an object, else the CSV export.
+        std::string_view line;
+        bool complete;
+        bool jsonl = false;
+        {
+          auto peek = LineReader::Open(path);
+          if (!peek.ok()) return peek.status();
+          for (;;) {
+            auto r = (*peek)->Next(&line, &complete);
+            if (!r.ok()) return r.status();
+            if (!*r) break;
+            if (TrimSpace(line).empty()) continue;
+            jsonl = TrimSpace(line).front() == '{';
+            break;
+          }
+        }
+        opened = jsonl ? ingest::OpenWandbJsonl(std::move(*reader), host, host_index, ro)
+                       : ingest::OpenCustomCsv(std::move(*reader), host, host_index, ro, true);
+        break;
+      }
+      default:
+        return Status::Internal("unknown format");
+    }
+    if (opened.ok()) compression = raw->compression();
+  }
+  if (!opened.ok()) return opened.status();
+  if (description) {
+    description->path = path;
+    description->format = InputFormatName(*format);
+    description->fixed = opened->description;
+    description->file = opened->file;
+    description->compression = CompressionName(compression);
+  }
+  return opened;
+}
+
+Result<OpenedInputs> OpenTelemetryFiles(const std::vector<std::string>& paths,
+                                        const IngestOptions& options) {
+  if (paths.empty()) return Status::InvalidInput("no telemetry log given");
+  if (paths.size() > 4096) return Status::InvalidInput("more than 4096 hosts");
+  OpenedInputs out;
+  std::vector<std::unique_ptr<TelemetrySource>> parts;
+  std::map<std::string, int> seen;
+  for (size_t i = 0; i < paths.size(); ++i) {
+    std::string host = HostNameFromPath(paths[i]);
+    if (int n = ++seen[host]; n > 1) host += fmt::format("#{}", n);
+    InputDescription d;
+    auto f = OpenTelemetryFile(paths[i], host, static_cast<uint16_t>(i), options, &d);
+    if (!f.ok()) return f.status();
+    parts.push_back(std::move(f->source));
+    out.inputs.push_back(std::move(d));
+  }
+  out.source = MergeSources(std::move(parts));
+  return out;
+}
+
+}  // namespace ww

@@ -1,0 +1,77 @@
+// Opens telemetry files whatever wrote them: the format is recognized from the content (magic
+// bytes for gzip/zstd, then the first lines), never from the file name, or forced with
+// --format. One file is one host; several files are merged in timestamp order.
+//
+// Formats (names for --format): nvidia-smi (`--query-gpu ... --format=csv` and `nvidia-smi
+// dmon`), dcgmi-dmon, dcgm-exporter (Prometheus text as scraped from :9400/metrics), wandb
+// (system metrics, CSV or JSON lines), smi-table (the default `nvidia-smi` table in a loop, also
+// inside a Slurm .out), custom-csv (home-made CSVs; --map FIELD=COLUMN). A file nothing
+// recognizes is an error naming its first line, the formats read and --map.
+// Ownership: the caller owns the returned source. Thread-safety: free functions.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "core/status.h"
+#include "telemetry/ingest/file_source.h"
+#include "telemetry/replay/nvsmi_log.h"
+
+namespace ww {
+
+enum class InputFormat {
+  kAuto,
+  kNvidiaSmi,
+  kDcgmiDmon,
+  kDcgmExporter,
+  kWandb,
+  kSmiTable,
+  kCustomCsv
+};
+
+// "auto", "nvidia-smi", "dcgmi-dmon", "dcgm-exporter", "wandb", "smi-table", "custom-csv".
+Result<InputFormat> ParseInputFormat(std::string_view name);
+const char* InputFormatName(InputFormat f);
+// "nvidia-smi, dcgmi-dmon, dcgm-exporter, wandb, smi-table, custom-csv"
+std::string InputFormatNames();
+
+struct IngestOptions {
+  InputFormat format = InputFormat::kAuto;
+  ReplayOptions replay;  // the nvidia-smi reader's options; interval_ms serves every format
+  std::vector<std::pair<std::string, std::string>> map;  // --map FIELD=COLUMN
+};
+
+// Parses "FIELD=COLUMN" (--map); FIELD is one of ingest::MapFieldNames().
+Status ParseMapFlag(std::string_view flag, std::vector<std::pair<std::string, std::string>>* out);
+
+struct InputDescription {
+  std::string path;
+  std::string format;  // InputFormatName
+  std::string fixed;
+  const ingest::FileSource* file = nullptr;  // borrowed from the opened source
+  std::string compression;                   // "", "gzip", "zstd"
+  // "node0.csv.gz: gzip, dcgm-exporter text: POWER_USAGE GPU_UTIL ..."
+  std::string Text() const;
+};
+
+struct OpenedInputs {
+  std::unique_ptr<TelemetrySource> source;
+  std::vector<InputDescription> inputs;  // one per file, in host order
+};
+
+// Recognizes one file's format from its content (decompressed), without reading it all.
+Result<InputFormat> DetectInputFormat(const std::string& path, const IngestOptions& options);
+
+// Opens one file as host `host_index`.
+Result<ingest::OpenedFile> OpenTelemetryFile(const std::string& path, const std::string& host,
+                                             uint16_t host_index, const IngestOptions& options,
+                                             InputDescription* description = nullptr);
+
+// Opens the files as the hosts of one job (host = file name without extension, "#2" for a repeat).
+Result<OpenedInputs> OpenTelemetryFiles(const std::vector<std::string>& paths,
+                                        const IngestOptions& options = {});
+
+}  // namespace ww

@@ -1,0 +1,53 @@
+// Reads tables whose columns are named by people rather than by nvidia-smi: home-made CSVs
+// (`custom-csv`) and Weights & Biases system metrics (`wandb`, CSV as exported or JSON lines
+// as `run.history(stream="system")` / wandb-events.jsonl write them).
+//
+// Column names are recognized case-insensitively whatever joins their words (`_ . - space`)
+// and with a unit as a suffix or in brackets (`_w`, `_watts`, `_pct`, `_percent`, `_mib`,
+// `_mb`, `_gib`, `_c`, ` [W]`, ` (%)`): time / timestamp / ts / datetime (ISO 8601 with or
+// without zone, epoch seconds or milliseconds: `_ms` / `_s` suffix, else > 1e11 is ms), gpu /
+// gpu id / gpu index / device / index (the GPU of a row), uuid, name / model, power / power
+// draw / pwr, power limit / cap, util / utilization / gpu util / usage / load, memory util,
+// memory used / mem / vram (MiB, MB taken as MiB, GiB, bytes), memory total, temperature /
+// temp, sm clock / clock, memory clock. One column per GPU (`gpu0_power_w`, `power_gpu_1`,
+// `GPU 2 Util (%)`) is the wide layout: one row holds every GPU. W&B columns are
+// system.gpu.N.{gpu, memory, memoryAllocated, memoryAllocatedBytes, powerWatts, powerPercent,
+// temp, smClock, memoryClock} with _timestamp (epoch s) or _runtime (s since start).
+// `--map FIELD=COLUMN` names a column the guess missed or got wrong.
+//
+// Documented skips: rows with the wrong number of fields, unparseable times, values that are
+// not numbers or implausible (field absent), duplicate and out-of-order times per GPU.
+// Ownership: the source owns its file. Thread-safety: one thread at a time.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "telemetry/ingest/file_source.h"
+
+namespace ww::ingest {
+
+// The FIELD names --map accepts.
+const std::vector<std::string>& MapFieldNames();
+
+// What a column name means: the result of the recognizer, exposed for tests and detection.
+struct ColumnMeaning {
+  std::string field;  // one of MapFieldNames(), or "" when not recognized
+  int gpu = -1;       // wide layout: the GPU this column belongs to
+  std::string unit;   // as understood: "W", "%", "MiB", "epoch s", ...
+};
+ColumnMeaning RecognizeColumn(std::string_view name, bool wandb);
+
+// True when a CSV header (first line) has a power or utilization column the recognizer knows.
+bool LooksLikeCustomCsvHeader(std::string_view line);
+bool LooksLikeWandbCsvHeader(std::string_view line);
+bool LooksLikeWandbJsonLine(std::string_view line);
+
+Result<OpenedFile> OpenCustomCsv(std::unique_ptr<LineReader> reader, const std::string& host,
+                                 uint16_t host_index, const ReaderOptions& options, bool wandb);
+Result<OpenedFile> OpenWandbJsonl(std::unique_ptr<LineReader> reader, const std::string& host,
+                                  uint16_t host_index, const ReaderOptions& options);
+
+}  // namespace ww::ingest

@@ -1,0 +1,150 @@
+#include "telemetry/ingest/text.h"
+
+#include <fmt/format.h>
+
+#include <charconv>
+#include <cmath>
+
+namespace ww::ingest {
+
+Parse ParseNumber(std::string_view s, double* out) {
+  const char* p = s.data();
+  const char* e = p + s.size();
+  while (p < e && (*p == ' ' || *p == '\t' || *p == '"')) ++p;
+  while (e > p && (e[-1] == ' ' || e[-1] == '\t' || e[-1] == '\r' || e[-1] == '"')) --e;
+  if (p == e || *p == '[') return Parse::kMissing;
+  const size_t len = static_cast<size_t>(e - p);
+  if ((len == 1 && *p == '-') ||
+      (len == 3 && (std::string_view(p, 3) == "N/A" || std::string_view(p, 3) == "NaN" ||
+                    std::string_view(p, 3) == "nan"))) {
+    return Parse::kMissing;
+  }
+  auto is_unit_char = [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '%';
+  };
+  // Fast path: digits with an optional fraction, then an optional unit; exact up to 15 digits.
+  uint64_t mant = 0;
+  int digits = 0, frac_digits = 0;
+  bool dot = false;
+  const char* q = p;
+  for (; q < e; ++q) {
+    const char c = *q;
+    if (c >= '0' && c <= '9') {
+      mant = mant * 10 + static_cast<uint64_t>(c - '0');
+      ++digits;
+      if (dot) ++frac_digits;
+    } else if (c == '.' && !dot) {
+      dot = true;
+    } else {
+      break;
+    }
+  }
+  if (digits > 0 && digits <= 15) {
+    const char* r = q;
+    while (r < e && *r == ' ') ++r;
+    if (r == e || (is_unit_char(*r) && *r != 'e' && *r != 'E')) {
+      while (r < e && is_unit_char(*r)) ++r;
+      if (r == e) {
+        static constexpr double kPow10[] = {1,   1e1, 1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
+                                            1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15};
+        *out = static_cast<double>(mant) / kPow10[frac_digits];
+        return Parse::kOk;
+      }
+    }
+  }
+  // General path: strip a trailing unit, then from_chars (signs, exponents, long numbers).
+  const char* end = e;
+  while (end > p && is_unit_char(end[-1])) --end;
+  while (end > p && end[-1] == ' ') --end;
+  // "1e9" lost its exponent digits' marker to the unit strip only if it ended in a letter; an
+  // exponent always ends in a digit, so nothing to undo here.
+  if (end == p) return Parse::kBad;
+  const char* start = p;
+  if (*start == '+') ++start;
+  double v = 0;
+  auto [ptr, ec] = std::from_chars(start, end, v);
+  if (ec == std::errc::result_out_of_range) return Parse::kImplausible;
+  if (ec != std::errc() || ptr != end) return Parse::kBad;
+  if (std::isnan(v)) return Parse::kMissing;
+  if (!std::isfinite(v)) return Parse::kImplausible;
+  *out = v;
+  return Parse::kOk;
+}
+
+std::string ValidUtf8(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  size_t i = 0;
+  while (i < s.size()) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    const size_t len = c < 0x80           ? 1
+                       : (c >> 5) == 0x6  ? 2
+                       : (c >> 4) == 0xE  ? 3
+                       : (c >> 3) == 0x1E ? 4
+                                          : 0;
+    bool ok = len > 0 && i + len <= s.size();
+    uint32_t cp = len == 1 ? c : len == 2 ? (c & 0x1Fu) : len == 3 ? (c & 0x0Fu) : (c & 0x07u);
+    for (size_t k = 1; ok && k < len; ++k) {
+      const auto b = static_cast<unsigned char>(s[i + k]);
+      ok = (b & 0xC0) == 0x80;
+      cp = (cp << 6) | (b & 0x3Fu);
+    }
+    // No overlong forms, no surrogates, nothing above U+10FFFF.
+    if (ok && len == 2) ok = cp >= 0x80;
+    if (ok && len == 3) ok = cp >= 0x800 && (cp < 0xD800 || cp > 0xDFFF);
+    if (ok && len == 4) ok = cp >= 0x10000 && cp <= 0x10FFFF;
+    if (ok) {
+      out.append(s.substr(i, len));
+      i += len;
+    } else {
+      out += "\xEF\xBF\xBD";
+      ++i;
+    }
+  }
+  return out;
+}
+
+std::vector<std::string_view> SplitWhitespace(std::string_view s) {
+  std::vector<std::string_view> out;
+  size_t i = 0;
+  while (i < s.size()) {
+    while (i < s.size() && (s[i] == ' ' || s[i] == '\t')) ++i;
+    size_t j = i;
+    while (j < s.size() && s[j] != ' ' && s[j] != '\t') ++j;
+    if (j > i) out.push_back(s.substr(i, j - i));
+    i = j;
+  }
+  return out;
+}
+
+std::string Excerpt(std::string_view line, size_t max_chars) {
+  std::string s(line.substr(0, max_chars));
+  for (char& c : s) {
+    if (static_cast<unsigned char>(c) < 0x20 && c != '\t') c = '?';
+  }
+  std::string out = ValidUtf8(s);
+  if (line.size() > max_chars) out += "...";
+  return out;
+}
+
+void Warnings::Add(const std::string& kind, std::string message) {
+  auto& w = by_kind_[kind];
+  if (w.count++ < 3) w.examples.push_back(std::move(message));
+}
+
+std::vector<std::string> Warnings::Render() const {
+  std::vector<std::string> out;
+  for (const auto& [kind, w] : by_kind_) {
+    std::string line = fmt::format("{} ({} time{})", kind, w.count, w.count == 1 ? "" : "s");
+    for (const auto& e : w.examples) line += "; " + e;
+    out.push_back(std::move(line));
+  }
+  return out;
+}
+
+int64_t Warnings::Count(const std::string& kind) const {
+  auto it = by_kind_.find(kind);
+  return it == by_kind_.end() ? 0 : it->second.count;
+}
+
+}  // namespace ww::ingest

@@ -1,0 +1,49 @@
+// Parsing helpers shared by the file readers (nvidia-smi CSV/dmon, dcgmi dmon, dcgm-exporter
+// text, W&B, nvidia-smi tables, home-made CSVs): numbers with or without units, whitespace
+// splitting, UTF-8 cleaning of text that ends up in reports, and warnings grouped by kind.
+// Pure functions and value types; no thread-safety concerns.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace ww::ingest {
+
+enum class Parse { kOk, kMissing, kBad, kImplausible };
+
+// Parses a numeric reading: "547.12 W", "547.12", "91 %", "-5", "1e9", "[N/A]", "N/A", "-".
+// Missing markers ("", "[...]", "N/A", "-", "NaN") are kMissing, never 0.
+Parse ParseNumber(std::string_view s, double* out);
+
+// Text from a log (GPU names, uuids, values quoted in warnings) ends up in the JSON report, which
+// must be valid UTF-8: a byte that does not start a well-formed sequence becomes U+FFFD.
+std::string ValidUtf8(std::string_view s);
+
+// Whitespace-separated tokens (spaces and tabs).
+std::vector<std::string_view> SplitWhitespace(std::string_view s);
+
+// A short, printable excerpt of a line for messages: at most `max_chars`, control bytes shown as
+// '?', valid UTF-8.
+std::string Excerpt(std::string_view line, size_t max_chars = 80);
+
+// Warnings grouped by kind: a count and the first three messages, rendered as
+// "KIND (N times); example; example".
+class Warnings {
+ public:
+  void Add(const std::string& kind, std::string message);
+  std::vector<std::string> Render() const;
+  int64_t Count(const std::string& kind) const;
+
+ private:
+  struct Kind {
+    int64_t count = 0;
+    std::vector<std::string> examples;
+  };
+  std::map<std::string, Kind> by_kind_;
+};
+
+}  // namespace ww::ingest
