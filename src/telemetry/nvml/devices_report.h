@@ -37,8 +37,9 @@ struct DevicesReport {
 
 // What `wattwatch devices` reads with; its flags bind straight to these fields.
 struct DevicesOptions {
-  // One read of every field; a slower deadline than sampling, since nothing waits on it.
-  NvmlSourceOptions nvml{.call_deadline_ms = 2000};
+  // One read of every field: a longer deadline than sampling's, since nothing waits on it.
+  DevicesOptions() { nvml.call_deadline_ms = 2000; }
+  NvmlSourceOptions nvml;
   bool json = false;
 };
 
