@@ -87,11 +87,9 @@ TEST(DevicesReportTest, JsonHasEveryKeyNullForAbsentAndAReasonOnlyWhenStale) {
   EXPECT_EQ(g1["stale"], true);
   EXPECT_EQ(g1["stale_reason"], "nvmlDeviceGetName did not return within 100 ms");
   // Keys in the documented order (docs/nvml.md), which `jq` users see.
+  const auto ordered = nlohmann::ordered_json::parse(RenderDevicesJson(TwoGpus()));
   std::vector<std::string> keys;
-  for (const auto& [k, v] :
-       nlohmann::ordered_json::parse(RenderDevicesJson(TwoGpus()))["gpus"][1].items()) {
-    keys.push_back(k);
-  }
+  for (const auto& [k, v] : ordered["gpus"][1].items()) keys.push_back(k);
   EXPECT_THAT(keys,
               ElementsAre("index", "name", "uuid", "pci_bus_id", "architecture", "power_limit_w",
                           "supported", "unsupported", "unknown", "stale", "lost", "stale_reason"));
