@@ -1,6 +1,6 @@
 // CPU cost of reading every field of 8 GPUs from the fake libnvidia-ml.so.1
 // (WATTWATCH_NVML_LIB must point at it; bench/nvml.sh sets everything up).
-//   BM_NvmlSourceTick:   NvmlSource::Next (worker per GPU, deadlines, derived values).
+//   BM_NvmlSourceTick:   NvmlSource::Next (readers on the deadline pool, derived values).
 //   BM_DirectSequential: the same NVML calls made inline on one thread with no deadline, the
 //                        floor any poller pays for the library itself.
 // Both report process CPU time (all threads) per GPU-sample in the counter cpu_us_per_gpu_sample;

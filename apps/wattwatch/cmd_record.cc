@@ -108,8 +108,8 @@ void AddRecordCommand(CLI::App& app, int* exit_code) {
     nvml::NvmlSourceOptions so;
     so.library_path = opts->nvml_lib;
     so.hostname = opts->hostname;
-    so.call_deadline_ms = opts->deadline_ms > 0 ? opts->deadline_ms
-                                                : std::clamp<int64_t>(opts->interval_ms, 20, 1000);
+    so.call_deadline_ms = opts->deadline_ms;  // 0: nvml::EffectiveCallDeadlineMs
+    so.sampling_interval_ms = opts->interval_ms;
     auto opened = nvml::NvmlSource::Open(so);
     if (!opened.ok()) {
       std::fprintf(stderr, "wattwatch record: %s\n", opened.status().message().c_str());

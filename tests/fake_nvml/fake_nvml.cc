@@ -37,6 +37,13 @@
 #include "fake_nvml_abi.h"
 
 #define FAKE_EXPORT extern "C" __attribute__((visibility("default")))
+// Entry points that replaced an older name. The legacy build (FAKE_NVML_LEGACY, an older driver)
+// keeps them hidden, so only the older name is exported and a loader must bind its fallback.
+#ifdef FAKE_NVML_LEGACY
+#define FAKE_EXPORT_NEWER extern "C" __attribute__((visibility("hidden")))
+#else
+#define FAKE_EXPORT_NEWER FAKE_EXPORT
+#endif
 
 namespace {
 
@@ -823,7 +830,7 @@ static nvmlReturn_t PciInfo(const char* call, nvmlDevice_t h, nvmlPciInfo_t* pci
   pci->pciDeviceId = 0x233010DE;
   return NVML_SUCCESS;
 }
-FAKE_EXPORT nvmlReturn_t nvmlDeviceGetPciInfo_v3(nvmlDevice_t h, nvmlPciInfo_t* pci) {
+FAKE_EXPORT_NEWER nvmlReturn_t nvmlDeviceGetPciInfo_v3(nvmlDevice_t h, nvmlPciInfo_t* pci) {
   return PciInfo("nvmlDeviceGetPciInfo_v3", h, pci);
 }
 FAKE_EXPORT nvmlReturn_t nvmlDeviceGetPciInfo_v2(nvmlDevice_t h, nvmlPciInfo_t* pci) {
@@ -935,8 +942,8 @@ static nvmlReturn_t Reasons(const char* call, nvmlDevice_t h, unsigned long long
   *reasons = static_cast<unsigned long long>(Val(d, "clock_reasons", NowMs()));
   return NVML_SUCCESS;
 }
-FAKE_EXPORT nvmlReturn_t nvmlDeviceGetCurrentClocksEventReasons(nvmlDevice_t h,
-                                                                unsigned long long* r) {
+FAKE_EXPORT_NEWER nvmlReturn_t nvmlDeviceGetCurrentClocksEventReasons(nvmlDevice_t h,
+                                                                      unsigned long long* r) {
   return Reasons("nvmlDeviceGetCurrentClocksEventReasons", h, r);
 }
 FAKE_EXPORT nvmlReturn_t nvmlDeviceGetCurrentClocksThrottleReasons(nvmlDevice_t h,
@@ -970,7 +977,7 @@ FAKE_EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t h, nvmlMemory_t* m
   return NVML_SUCCESS;
 }
 
-FAKE_EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t h, nvmlMemory_v2_t* mem) {
+FAKE_EXPORT_NEWER nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t h, nvmlMemory_v2_t* mem) {
   std::unique_lock<std::mutex> lock(g_mu);
   Device* d = nullptr;
   if (nvmlReturn_t rc = Enter(lock, "nvmlDeviceGetMemoryInfo_v2", h, mem, &d); rc != NVML_SUCCESS) {
@@ -1114,8 +1121,8 @@ FAKE_EXPORT nvmlReturn_t nvmlDeviceRegisterEvents(nvmlDevice_t h, unsigned long 
   return NVML_SUCCESS;
 }
 
-FAKE_EXPORT nvmlReturn_t nvmlEventSetWait_v2(nvmlEventSet_t set, nvmlEventData_t* data,
-                                             unsigned int timeoutms) {
+FAKE_EXPORT_NEWER nvmlReturn_t nvmlEventSetWait_v2(nvmlEventSet_t set, nvmlEventData_t* data,
+                                                   unsigned int timeoutms) {
   return EventWait(set, data, timeoutms, true);
 }
 // v1's nvmlEventData_t ended after eventData; EventWait writes only that prefix for it.

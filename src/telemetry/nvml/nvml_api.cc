@@ -55,13 +55,13 @@ std::string NvmlLib::ErrorText(nvmlReturn_t rc) const {
 }
 
 std::string NvmlLib::BoundSymbol(const std::string& member) const {
-  const std::string key = member + "=";
-  size_t pos = 0;
-  while (pos < bound_.size()) {
-    const size_t end = bound_.find('\n', pos);
-    const std::string_view line(bound_.data() + pos, end - pos);
-    if (line.substr(0, key.size()) == key) return std::string(line.substr(key.size()));
-    pos = end + 1;
+  static constexpr const char* kMembers[kNvmlEntryCount] = {
+#define WW_NVML_MEMBER_NAME(member, sym, fallback, required, ret, params) #member,
+      WW_NVML_ENTRY_POINTS(WW_NVML_MEMBER_NAME)
+#undef WW_NVML_MEMBER_NAME
+  };
+  for (int i = 0; i < kNvmlEntryCount; ++i) {
+    if (member == kMembers[i]) return bound_[i] != nullptr ? bound_[i] : "";
   }
   return {};
 }
@@ -94,22 +94,22 @@ Result<std::shared_ptr<NvmlLib>> NvmlLib::Load(const std::string& explicit_path)
   }
 
   std::string missing;
-#define WW_NVML_RESOLVE(member, sym, fallback, required, ret, params) \
-  {                                                                   \
-    const char* bound_name = sym;                                     \
-    void* p = dlsym(lib->handle_, sym);                               \
-    const char* fb = fallback;                                        \
-    if (p == nullptr && fb != nullptr) {                              \
-      p = dlsym(lib->handle_, fb);                                    \
-      bound_name = fb;                                                \
-    }                                                                 \
-    if (p != nullptr) {                                               \
-      lib->member = reinterpret_cast<ret(*) params>(p);               \
-      lib->bound_ += fmt::format("{}={}\n", #member, bound_name);     \
-    } else if (required) {                                            \
-      missing += missing.empty() ? "" : ", ";                         \
-      missing += sym;                                                 \
-    }                                                                 \
+#define WW_NVML_RESOLVE(member, sym, fallback, required, ret, params)   \
+  {                                                                     \
+    const char* bound_name = sym;                                       \
+    void* p = dlsym(lib->handle_, sym);                                 \
+    const char* fb = fallback;                                          \
+    if (p == nullptr && fb != nullptr) {                                \
+      p = dlsym(lib->handle_, fb);                                      \
+      bound_name = fb;                                                  \
+    }                                                                   \
+    if (p != nullptr) {                                                 \
+      lib->member = reinterpret_cast<ret(*) params>(p);                 \
+      lib->bound_[static_cast<int>(NvmlEntry::k##member)] = bound_name; \
+    } else if (required) {                                              \
+      missing += missing.empty() ? "" : ", ";                           \
+      missing += sym;                                                   \
+    }                                                                   \
   }
   WW_NVML_ENTRY_POINTS(WW_NVML_RESOLVE)
 #undef WW_NVML_RESOLVE
@@ -132,8 +132,9 @@ Result<std::shared_ptr<NvmlLib>> NvmlLib::Load(const std::string& explicit_path)
     } else {
       why = "NVML could not start";
     }
-    return Status::Unavailable(fmt::format("cannot use NVML: nvmlInit on {} failed: {}: {}. {}",
-                                           path, lib->ErrorText(rc), why, kNvmlHowToPoint));
+    return Status::Unavailable(fmt::format("cannot use NVML: {} on {} failed: {}: {}. {}",
+                                           lib->Symbol(NvmlEntry::kInit), path, lib->ErrorText(rc),
+                                           why, kNvmlHowToPoint));
   }
   lib->initialized_ = true;
   return lib;

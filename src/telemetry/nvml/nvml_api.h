@@ -84,6 +84,15 @@ inline constexpr const char* kNvmlHowToPoint =
     "Install the NVIDIA driver, or point wattwatch at the library with --nvml-lib PATH or "
     "WATTWATCH_NVML_LIB=PATH (e.g. /usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1).";
 
+// One enumerator per entry point, in table order: NvmlEntry::kDeviceGetPowerUsage, ...
+enum class NvmlEntry : int {
+#define WW_NVML_ENUM(member, sym, fallback, required, ret, params) k##member,
+  WW_NVML_ENTRY_POINTS(WW_NVML_ENUM)
+#undef WW_NVML_ENUM
+      kCount,
+};
+inline constexpr int kNvmlEntryCount = static_cast<int>(NvmlEntry::kCount);
+
 class NvmlLib {
  public:
 #define WW_NVML_MEMBER(member, sym, fallback, required, ret, params) ret(*member) params = nullptr;
@@ -105,15 +114,40 @@ class NvmlLib {
   // The path or name that was dlopen'd, and the symbol actually bound for an entry point
   // (e.g. "nvmlInit_v2", or the fallback name), for `wattwatch devices` and tests.
   const std::string& path() const { return path_; }
+  // By member name ("Init"); "" when the library lacks it or the name is not an entry point.
   std::string BoundSymbol(const std::string& member) const;
+  // The symbol bound for an entry point, or its preferred name when none was: what a message
+  // about a call through this table names. A string literal from the table (static lifetime).
+  const char* Symbol(NvmlEntry entry) const {
+    return bound_[static_cast<int>(entry)] != nullptr ? bound_[static_cast<int>(entry)]
+                                                      : kPreferred[static_cast<int>(entry)];
+  }
 
  private:
+  static constexpr const char* kPreferred[kNvmlEntryCount] = {
+#define WW_NVML_SYMBOL(member, sym, fallback, required, ret, params) sym,
+      WW_NVML_ENTRY_POINTS(WW_NVML_SYMBOL)
+#undef WW_NVML_SYMBOL
+  };
   NvmlLib() = default;
   void* handle_ = nullptr;
   bool initialized_ = false;
   std::string path_;
-  std::string bound_;  // "member=symbol\n" lines
+  const char* bound_[kNvmlEntryCount] = {};  // symbol bound per entry; nullptr: not exported
 };
+
+// Compile-time facts of one entry point: its function type and member, so a caller names an entry
+// once (NvmlEntry::kX) and gets both the function and the symbol that was bound for it.
+template <NvmlEntry E>
+struct NvmlEntryTraits;
+#define WW_NVML_TRAITS(member, sym, fallback, required, ret, params) \
+  template <>                                                        \
+  struct NvmlEntryTraits<NvmlEntry::k##member> {                     \
+    using Fn = ret(*) params;                                        \
+    static constexpr Fn NvmlLib::*kMember = &NvmlLib::member;        \
+  };
+WW_NVML_ENTRY_POINTS(WW_NVML_TRAITS)
+#undef WW_NVML_TRAITS
 
 // Name of an nvmlReturn_t code ("NVML_ERROR_GPU_IS_LOST"), or "NVML_ERROR_<n>".
 std::string NvmlReturnName(nvmlReturn_t rc);

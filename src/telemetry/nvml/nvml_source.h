@@ -1,28 +1,26 @@
 // NvmlSource: live GPU telemetry from NVML, as a TelemetrySource (one host: this machine).
 //
-// Next() queues every GPU that is not still busy and wakes one pool thread, which reads them in
-// turn (two wake-ups per tick); when the queue stalls behind a slow call for 1/20 of the deadline,
-// another pool thread takes the rest (one thread per GPU, so a stuck GPU never starves the
-// others). Next() waits at most `call_deadline_ms` for all of them. A GPU whose NVML call has not
-// returned by then (a hung driver call is a known failure mode) is reported stale for that tick:
-// its sample carries no readings, last_status() says which call blocked, and the others are
-// sampled as usual. While its call stays stuck the GPU stays stale without delaying later ticks;
-// when the call finally returns the GPU recovers on the next tick. A stuck pool thread is
-// detached at destruction: it owns (by shared_ptr) everything it touches, including the dlopen'd
-// library, so process exit never waits for it and the library is never unmapped under it.
+// Three parts, each in its own file: the readers here (one per GPU, plus one for Xid events),
+// which call NVML through the entry-point table (nvml_api.h) so every message names the symbol
+// actually bound; the DeadlinePool (deadline_pool.h) that runs them with a deadline per tick; and
+// the pure arithmetic from NVML's units to a GpuSample (derive.h).
+//
+// Next() runs every reader that is not still stuck in an earlier call and waits at most the call
+// deadline for them. A GPU whose NVML call has not returned by then (a hung driver call is a known
+// failure mode) is reported stale for that tick: its sample carries no readings, last_status()
+// says which call blocked, and the others are sampled as usual. While its call stays stuck the
+// GPU stays stale without delaying later ticks; when the call returns the GPU recovers on the
+// next tick. A stuck reader is detached at destruction: it owns (by shared_ptr) everything it
+// touches, including the dlopen'd library, so process exit never waits for it and the library is
+// never unmapped under it.
 //
 // Readings follow house rule 2: a field the device does not support, or whose read failed, is
-// absent, never 0. Derived values need two readings and are absent on the first tick:
-//   power_mean_w   = delta energy counter / delta time (exact mean power between readings)
-//   pcie_*, nvlink_* = delta of NVML's cumulative byte / KiB counters / delta of NVML timestamps,
-//                    with wrap-around at the counter's width (from its NVML value type).
-// A counter that moves back further than a plausible wrap (driver reload) yields no value that
-// tick and a warning. GPM metrics (Hopper and newer) are computed from two GPM samples more
-// than 100 ms apart; at shorter intervals they appear on the ticks where that holds.
+// absent, never 0. Derived values (mean power from the energy counter, PCIe/NVLink rates, GPM
+// ratios) need two readings and are absent on the first tick; see derive.h.
 //
 // Open() itself runs NVML's loading, nvmlInit and enumeration on a thread with init_deadline_ms;
 // per-GPU identity (name, UUID, PCI id, architecture) and Xid registration happen in each GPU's
-// first job, under the call deadline, so gpus() fills in after the first Next().
+// first run, under the call deadline, so gpus() fills in after the first Next().
 //
 // Ownership: the caller owns the source; the clock must outlive it. Thread-safety: Next() and
 // the accessors are called by one thread at a time (the TelemetrySource contract).
@@ -82,15 +80,25 @@ struct NvmlGpuStatus {
   int64_t read_latency_us = -1;  // time the worker spent on all calls; -1 when not read
 };
 
+// What every command that opens NVML sets; CLI11 flags bind straight to these fields, so each
+// default lives here once.
 struct NvmlSourceOptions {
-  std::string library_path;  // empty: $WATTWATCH_NVML_LIB, else libnvidia-ml.so.1
-  std::string hostname;      // empty: gethostname()
+  std::string library_path;  // --nvml-lib; empty: $WATTWATCH_NVML_LIB, else libnvidia-ml.so.1
+  std::string hostname;      // --hostname; empty: gethostname()
   Clock* clock = nullptr;    // nullptr: SystemClock()
-  int64_t call_deadline_ms = 500;
+  // --deadline-ms: the longest a tick waits for a GPU's calls before reporting it stale.
+  // 0: derived from sampling_interval_ms (see EffectiveCallDeadlineMs).
+  int64_t call_deadline_ms = 0;
+  // How often the caller means to call Next(); only used to derive the call deadline.
+  int64_t sampling_interval_ms = 500;
   // Loading NVML, nvmlInit and enumerating GPUs: slower than a read (nvmlInit attaches every GPU,
   // seconds without persistence mode), but a hung driver still must not hang the process.
   int64_t init_deadline_ms = 30000;
 };
+
+// call_deadline_ms when set, else the sampling interval within [20, 1000] ms: a tick never waits
+// longer than it lasts, nor less than a healthy driver call can take.
+int64_t EffectiveCallDeadlineMs(const NvmlSourceOptions& options);
 
 class NvmlSource final : public TelemetrySource {
  public:
@@ -105,6 +113,9 @@ class NvmlSource final : public TelemetrySource {
   const std::vector<std::string>& hosts() const override;
   std::vector<GpuInfo> gpus() const override;
   std::vector<std::string> warnings() const override;
+  // Stale GPU-samples so far, wall time of the last Next(), and when a Next() last returned at
+  // least one GPU's readings.
+  SourceHealth health() const override;
 
   size_t gpu_count() const;
   // Per GPU, for the last Next().
@@ -114,7 +125,7 @@ class NvmlSource final : public TelemetrySource {
   std::string architecture(size_t gpu) const;
   const std::string& driver_version() const;
   const NvmlLib& lib() const;
-  // Self-metrics: wall time of the last Next() and number of GPU-samples that came back stale.
+  // The same as health().last_read_latency_us and health().samples_stale.
   int64_t last_tick_latency_us() const;
   uint64_t stale_samples() const;
 

@@ -1,5 +1,6 @@
-// Test access to the fake libnvidia-ml.so.1 (tests/fake_nvml): scripts it and moves its time.
+// Test access to a fake libnvidia-ml.so.1 (tests/fake_nvml): scripts it and moves its time.
 // dlopen of the same path returns the same loaded object NvmlLib opens, so both share state.
+// Needs FAKE_NVML_LIB (the build's fake) defined by the test's CMakeLists.txt.
 #pragma once
 
 #include <dlfcn.h>
@@ -15,8 +16,9 @@ namespace ww::testing {
 
 class FakeNvml {
  public:
-  FakeNvml() {
-    handle_ = dlopen(FAKE_NVML_LIB, RTLD_NOW | RTLD_LOCAL);
+  // `path`: the fake to drive (the legacy build is another library with its own state).
+  explicit FakeNvml(const char* path = FAKE_NVML_LIB) {
+    handle_ = dlopen(path, RTLD_NOW | RTLD_LOCAL);
     if (handle_ == nullptr) throw std::runtime_error(std::string("dlopen fake: ") + dlerror());
     set_time_ = reinterpret_cast<void (*)(long long)>(dlsym(handle_, "fakeNvmlSetTimeMs"));
     reset_ = reinterpret_cast<void (*)()>(dlsym(handle_, "fakeNvmlReset"));

@@ -2,21 +2,19 @@
 // libnvidia-ml.so.1 (WATTWATCH_NVML_LIB), and without any NVML at all.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
-#include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "support/support.h"
 #include "telemetry/record/record_writer.h"
 
 namespace {
 
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
+using ww::testing::ReadFile;
 
 struct CmdResult {
   int exit_code = -1;
@@ -24,46 +22,27 @@ struct CmdResult {
   std::string err;
 };
 
-std::string Slurp(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-class CliTest : public ::testing::Test {
+class CliTest : public ww::testing::TestDirFixture {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("ww_cli_" + std::to_string(getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
-  // Runs wattwatch with the fake library and `script` (if non-empty) in its environment.
+  // Runs wattwatch with the fake library and `script` (if non-empty) in its environment; stdout
+  // and stderr apart, since the tests tell the report from the diagnostics.
   CmdResult Wattwatch(const std::string& args, const std::string& script,
                       const std::string& lib = FAKE_NVML_LIB) {
     std::string env = "env -u FAKE_NVML_SCRIPT_TEXT TZ=UTC WATTWATCH_NVML_LIB='" + lib + "' ";
     if (!script.empty()) {
       const fs::path sp = dir_ / "script.txt";
-      std::ofstream(sp) << script;
+      ww::testing::WriteFile(sp.string(), script);
       env += "FAKE_NVML_SCRIPT='" + sp.string() + "' ";
     }
     const fs::path out = dir_ / "stdout.txt";
     const fs::path err = dir_ / "stderr.txt";
-    const std::string cmd =
-        env + WW_BINARY + " " + args + " >'" + out.string() + "' 2>'" + err.string() + "'";
-    const int status = std::system(cmd.c_str());
     CmdResult r;
-    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    r.out = Slurp(out);
-    r.err = Slurp(err);
+    r.exit_code = ww::testing::RunCommand(env + ww::testing::WattwatchBinary() + " " + args +
+                                          " >'" + out.string() + "' 2>'" + err.string() + "'");
+    r.out = ReadFile(out.string());
+    r.err = ReadFile(err.string());
     return r;
   }
-
-  fs::path dir_;
 };
 
 constexpr const char* kTwoGpus = R"(
@@ -129,7 +108,7 @@ TEST_F(CliTest, RecordWritesNvidiaSmiCsvEveryTick) {
   CmdResult r =
       Wattwatch("record --interval-ms 100 --duration-s 1 --out " + out.string(), kTwoGpus);
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  std::stringstream ss(Slurp(out));
+  std::stringstream ss(ReadFile(out.string()));
   std::string line;
   std::getline(ss, line);
   EXPECT_EQ(line + "\n", ww::record::NvsmiCsvHeader());
@@ -162,7 +141,7 @@ TEST_F(CliTest, RecordJsonlHasEveryFieldAndReportsAHungGpu) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_THAT(r.err, HasSubstr("GPU 1 (GPU-1111bbbb) is stale: nvmlDeviceGetPowerUsage"));
   EXPECT_THAT(r.err, HasSubstr("Xid 79"));
-  std::stringstream ss(Slurp(out));
+  std::stringstream ss(ReadFile(out.string()));
   std::string line;
   int stale = 0, fresh = 0, xid = 0, mean = 0;
   while (std::getline(ss, line)) {

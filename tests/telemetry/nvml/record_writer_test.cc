@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "support/support.h"
 #include "telemetry/replay/nvsmi_log.h"
 
 namespace ww::record {
@@ -20,36 +21,18 @@ namespace {
 
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
+using ww::testing::Lines;
+using ww::testing::ReadFile;
 
-std::string Slurp(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-std::vector<std::string> Lines(const std::string& s) {
-  std::vector<std::string> out;
-  std::stringstream ss(s);
-  std::string line;
-  while (std::getline(ss, line)) out.push_back(line);
-  return out;
-}
-
-class RecordWriterTest : public ::testing::Test {
+class RecordWriterTest : public ww::testing::TestDirFixture {
  protected:
   void SetUp() override {
+    TestDirFixture::SetUp();
     setenv("TZ", "UTC", 1);
     tzset();
-    dir_ = fs::temp_directory_path() /
-           ("ww_record_" + std::to_string(getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
     info_.name = "NVIDIA H100 80GB HBM3";
     info_.uuid = "GPU-0000aaaa";
   }
-  void TearDown() override { fs::remove_all(dir_); }
 
   static GpuSample Full(int64_t ms, uint16_t gpu) {
     GpuSample s;
@@ -77,7 +60,6 @@ class RecordWriterTest : public ::testing::Test {
     return r;
   }
 
-  fs::path dir_;
   GpuInfo info_;
 };
 
@@ -89,7 +71,7 @@ TEST_F(RecordWriterTest, CsvMatchesNvidiaSmiByteForByte) {
   ASSERT_TRUE(w.ok()) << w.status().message();
   GpuSample s = Full(kT, 0);
   ASSERT_TRUE(w.value()->WriteTick({Row(s)}).ok());
-  EXPECT_EQ(Slurp(path),
+  EXPECT_EQ(ReadFile(path),
             "timestamp, index, name, uuid, power.draw [W], power.limit [W], utilization.gpu [%], "
             "utilization.memory [%], clocks.current.sm [MHz], clocks.current.memory [MHz], "
             "temperature.gpu, memory.used [MiB], memory.total [MiB], pstate, "
@@ -131,7 +113,7 @@ TEST_F(RecordWriterTest, MissingUnsupportedAndLostAreDistinct) {
   r2.stale = true;
   r2.unsupported_mask = kColTemperature;  // stale says nothing about support
   ASSERT_TRUE(w.value()->WriteTick({r0, r1, r2}).ok());
-  auto lines = Lines(Slurp(path));
+  auto lines = Lines(ReadFile(path));
   ASSERT_EQ(lines.size(), 4u);
   EXPECT_THAT(lines[1], HasSubstr("GPU-0000aaaa, [N/A], 700.00 W"));
   EXPECT_THAT(lines[1], HasSubstr("2619 MHz, [Not Supported], 41285 MiB"));
@@ -149,7 +131,7 @@ TEST_F(RecordWriterTest, EachTickIsOnDiskWhenWriteTickReturns) {
     GpuSample s = Full(kT + i * 100, 0);
     ASSERT_TRUE(w.value()->WriteTick({Row(s)}).ok());
     // Read back while the writer is still open: nothing is held in a user-space buffer.
-    EXPECT_EQ(Lines(Slurp(path)).size(), static_cast<size_t>(2 + i));
+    EXPECT_EQ(Lines(ReadFile(path)).size(), static_cast<size_t>(2 + i));
   }
 }
 
@@ -170,12 +152,12 @@ TEST_F(RecordWriterTest, RotatesAtMaxSizeKeepingHeadersAndEveryRow) {
   EXPECT_FALSE(fs::exists(path.string() + ".3"));  // keep_files = 2
   for (const std::string& p : {path.string(), path.string() + ".1", path.string() + ".2"}) {
     EXPECT_LE(fs::file_size(p), 700u);
-    auto lines = Lines(Slurp(p));
+    auto lines = Lines(ReadFile(p));
     ASSERT_GE(lines.size(), 2u);
     EXPECT_EQ(lines[0] + "\n", NvsmiCsvHeader());
   }
   // The newest rows are in FILE, contiguous with FILE.1.
-  auto cur = Lines(Slurp(path));
+  auto cur = Lines(ReadFile(path));
   EXPECT_THAT(cur.back(), HasSubstr("06:17:20.735"));  // the 12th tick
 }
 
@@ -194,7 +176,7 @@ TEST_F(RecordWriterTest, JsonlHasEveryFieldAndNullForAbsent) {
   RecordRow r = Row(s);
   r.xids = &xids;
   ASSERT_TRUE(w.value()->WriteTick({r}).ok());
-  auto lines = Lines(Slurp(path));
+  auto lines = Lines(ReadFile(path));
   ASSERT_EQ(lines.size(), 1u);
   auto j = nlohmann::json::parse(lines[0]);
   EXPECT_EQ(j["timestamp"], "2024/04/05 06:17:19.635");

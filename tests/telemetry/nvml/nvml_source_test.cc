@@ -7,13 +7,14 @@
 #include <chrono>
 #include <thread>
 
-#include "nvml/fake_nvml_helper.h"
+#include "fake_nvml/fake_nvml_helper.h"
 
 namespace ww::nvml {
 namespace {
 
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using ::testing::Not;
 using ww::testing::FakeNvml;
 using ww::testing::FakeTime;
 
@@ -401,6 +402,123 @@ TEST_F(NvmlSourceTest, EnvironmentVariablePointsAtTheLibrary) {
   ASSERT_TRUE(r.ok()) << r.status().message();
   EXPECT_EQ(r.value()->gpu_count(), 3u);
   EXPECT_EQ(r.value()->lib().path(), FAKE_NVML_LIB);
+}
+
+// Every stuck call is named by the symbol the table bound, not by a name typed at the call site:
+// a versioned symbol (nvmlDeviceGetPciInfo_v3) and a call whose argument matters (SM clock).
+TEST_F(NvmlSourceTest, StaleReasonNamesTheVersionedSymbolThatWasBound) {
+  auto src = Open("gpus 2\nat 0 block 1 nvmlDeviceGetPciInfo_v3 0.4\n", 100);
+  ASSERT_TRUE(src);
+  EXPECT_EQ(src->lib().BoundSymbol("DeviceGetPciInfo"), "nvmlDeviceGetPciInfo_v3");
+  At(*src, 10);
+  ASSERT_TRUE(src->last_status()[1].stale);
+  EXPECT_THAT(src->last_status()[1].stale_reason,
+              HasSubstr("nvmlDeviceGetPciInfo_v3 did not return within 100 ms"));
+  bool recovered = false;
+  for (int i = 0; i < 40 && !recovered; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    At(*src, 20 + i);
+    recovered = !src->last_status()[1].stale;
+  }
+  EXPECT_TRUE(recovered);
+  EXPECT_EQ(src->gpus()[1].pci_bus_id, "00000000:19:00.0");
+}
+
+TEST_F(NvmlSourceTest, StaleReasonNamesTheClockAskedFor) {
+  auto src = Open("gpus 1\nat 1000 block 0 nvmlDeviceGetClockInfo 0.3\n", 100);
+  ASSERT_TRUE(src);
+  At(*src, 500);
+  At(*src, 1000);
+  ASSERT_TRUE(src->last_status()[0].stale);
+  EXPECT_THAT(src->last_status()[0].stale_reason, HasSubstr("nvmlDeviceGetClockInfo(SM)"));
+  std::this_thread::sleep_for(std::chrono::milliseconds(400));
+}
+
+// An older driver exports only the older names: the table binds them, reads go through them, and
+// a message about a stuck call names the one bound.
+TEST_F(NvmlSourceTest, OlderDriverBindsAndNamesTheFallbackSymbols) {
+  FakeNvml legacy(FAKE_NVML_LEGACY_LIB);
+  legacy.Script(
+      "gpus 1\nset 0 clock_reasons 0x4\nset 0 mem_used_mib 100\nat 300 xid 0 79\n"
+      "at 1000 block 0 nvmlDeviceGetCurrentClocksThrottleReasons 0.3\n");
+  NvmlSourceOptions o;
+  o.library_path = FAKE_NVML_LEGACY_LIB;
+  o.clock = &clock_;
+  o.call_deadline_ms = 100;
+  auto r = NvmlSource::Open(o);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  NvmlSource& src = *r.value();
+  const NvmlLib& lib = src.lib();
+  EXPECT_EQ(lib.BoundSymbol("DeviceGetCurrentClocksEventReasons"),
+            "nvmlDeviceGetCurrentClocksThrottleReasons");
+  EXPECT_EQ(lib.BoundSymbol("DeviceGetPciInfo"), "nvmlDeviceGetPciInfo_v2");
+  EXPECT_EQ(lib.BoundSymbol("EventSetWait"), "nvmlEventSetWait");
+  EXPECT_EQ(lib.BoundSymbol("DeviceGetMemoryInfoV2"), "");
+  EXPECT_STREQ(lib.Symbol(NvmlEntry::kDeviceGetMemoryInfoV2), "nvmlDeviceGetMemoryInfo_v2");
+
+  std::vector<GpuSample> out;
+  legacy.SetTimeMs(200);
+  ASSERT_TRUE(src.Next(&out).ok());
+  EXPECT_EQ(*out[0].clock_event_reasons, 0x4u);  // through the throttle-reasons name
+  EXPECT_DOUBLE_EQ(*out[0].mem_used_mib, 100);   // through nvmlDeviceGetMemoryInfo (v1)
+  EXPECT_EQ(src.gpus()[0].pci_bus_id, "00000000:18:00.0");
+  legacy.SetTimeMs(500);
+  out.clear();
+  ASSERT_TRUE(src.Next(&out).ok());
+  EXPECT_THAT(src.last_status()[0].xids, ElementsAre(79u));  // through nvmlEventSetWait (v1)
+
+  legacy.SetTimeMs(1000);
+  out.clear();
+  ASSERT_TRUE(src.Next(&out).ok());
+  ASSERT_TRUE(src.last_status()[0].stale);
+  EXPECT_THAT(src.last_status()[0].stale_reason,
+              HasSubstr("nvmlDeviceGetCurrentClocksThrottleReasons did not return"));
+  EXPECT_THAT(src.last_status()[0].stale_reason, Not(HasSubstr("EventReasons")));
+  std::this_thread::sleep_for(std::chrono::milliseconds(400));
+}
+
+TEST_F(NvmlSourceTest, HealthThroughTheTelemetrySourceInterface) {
+  auto opened = Open("gpus 2\nat 1000 block 1 nvmlDeviceGetPowerUsage 0.3\nat 2000 lost *\n", 100);
+  ASSERT_TRUE(opened);
+  const TelemetrySource& src = *opened;
+  SourceHealth h = src.health();
+  EXPECT_EQ(h.samples_stale, 0u);
+  EXPECT_EQ(h.last_read_latency_us, -1);  // nothing read yet
+  EXPECT_EQ(h.last_success_unix_ms, 0);
+
+  At(*opened, 500);
+  h = src.health();
+  EXPECT_EQ(h.samples_stale, 0u);
+  EXPECT_GE(h.last_read_latency_us, 0);
+  EXPECT_EQ(h.last_success_unix_ms, kStartUnixMs + 500);
+
+  At(*opened, 1000);  // GPU 1 stuck: one stale GPU-sample; GPU 0 still read
+  h = src.health();
+  EXPECT_EQ(h.samples_stale, 1u);
+  EXPECT_GE(h.last_read_latency_us, 100'000 / 2);  // waited for the deadline, about 100 ms
+  EXPECT_EQ(h.last_success_unix_ms, kStartUnixMs + 1000);
+  EXPECT_EQ(opened->stale_samples(), h.samples_stale);
+  EXPECT_EQ(opened->last_tick_latency_us(), h.last_read_latency_us);
+
+  std::this_thread::sleep_for(std::chrono::milliseconds(400));
+  At(*opened, 2000);  // every GPU lost: no readings, so no success
+  h = src.health();
+  EXPECT_EQ(h.last_success_unix_ms, kStartUnixMs + 1000);
+  EXPECT_EQ(h.samples_stale, 1u);
+}
+
+TEST(EffectiveCallDeadlineTest, ExplicitElseTheIntervalWithinBounds) {
+  struct Row {
+    int64_t deadline_ms, interval_ms, want_ms;
+  };
+  for (const Row& r : {Row{250, 100, 250}, Row{0, 100, 100}, Row{0, 10, 20}, Row{0, 5000, 1000},
+                       Row{0, 500, 500}}) {
+    NvmlSourceOptions o;
+    o.call_deadline_ms = r.deadline_ms;
+    o.sampling_interval_ms = r.interval_ms;
+    EXPECT_EQ(EffectiveCallDeadlineMs(o), r.want_ms) << r.deadline_ms << " " << r.interval_ms;
+  }
+  EXPECT_EQ(EffectiveCallDeadlineMs(NvmlSourceOptions{}), 500);  // the default source's
 }
 
 }  // namespace
