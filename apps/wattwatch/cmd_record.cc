@@ -45,7 +45,7 @@ void AddRecordCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--format", opts->writer.format, "csv (nvidia-smi) or jsonl (every field)")
       ->transform(CLI::CheckedTransformer(std::map<std::string, record::RecordFormat>{
           {"csv", record::RecordFormat::kCsv}, {"jsonl", record::RecordFormat::kJsonl}}))
-      ->default_str("csv");
+      ->option_text("csv|jsonl (default: csv)");
   cmd->add_option("--max-size", opts->max_size,
                   "Rotate FILE to FILE.1 ... when it would exceed this size (e.g. 64M, 1G)");
   cmd->add_option("--keep", opts->writer.keep_files, "Rotated files to keep")
