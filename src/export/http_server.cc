@@ -44,6 +44,10 @@ Result<std::string> MetricsServer::Start(const std::string& listen) {
   // cpp-httplib's default sets SO_REUSEPORT, which lets a second watcher bind the same port and
   // the kernel split scrapes between the two: a port in use must be an error (docs/watch.md).
   // SO_REUSEADDR alone still allows a restart while old connections sit in TIME_WAIT.
+  // An idle keep-alive connection (Prometheus keeps one per target) holds Stop() until it times
+  // out: 5 s by default, measured in tests/export/http_server_test.cc. Scrapes come every 15 s
+  // or so, so 1 s of idle keep-alive costs them nothing and bounds a watcher's shutdown.
+  server_->set_keep_alive_timeout(1);
   server_->set_socket_options([](socket_t sock) {
     int yes = 1;
     setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
