@@ -47,7 +47,7 @@ Result<RecordSummary> RunRecordLoop(nvml::NvmlSource& source, RecordWriter& writ
                                     const RecordNote& note) {
   constexpr int64_t kStopCheckNs = 100'000'000;  // Ctrl-C stops within 100 ms
   Pacer pacer = Pacer::Live(clock, options.interval_ms);
-  const int64_t start_ns = clock.NowMonotonicNs();
+  const int64_t start_ns = pacer.DueNs();  // the grid's first point: 1 s at 100 ms is 10 ticks
   const int64_t end_ns =
       options.duration_s > 0
           ? start_ns + static_cast<int64_t>(
