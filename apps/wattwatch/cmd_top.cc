@@ -1,6 +1,5 @@
-// `wattwatch top`: flags and source selection only; the view is src/report/top_view.h.
+// `wattwatch top`: flags and signals only; the loop and the view are src/report/top_view.h.
 #include <signal.h>
-#include <unistd.h>
 
 #include <atomic>
 #include <iostream>
@@ -9,7 +8,6 @@
 #include "core/clock.h"
 #include "core/exit_codes.h"
 #include "report/top_view.h"
-#include "telemetry/source_spec.h"
 
 namespace ww::app {
 namespace {
@@ -17,34 +15,7 @@ namespace {
 std::atomic<bool> g_top_stop{false};
 extern "C" void OnTopSignal(int) { g_top_stop.store(true); }
 
-struct TopFlags {
-  std::string source = "nvml";
-  double speed = 1;
-  int64_t interval_ms = 500;
-  std::string nvml_lib;
-};
-
-int RunTopCommand(const TopFlags& f) {
-  if (!isatty(STDOUT_FILENO)) {
-    std::cerr << "wattwatch top: stdout is not a terminal; for logs use `wattwatch triage`\n";
-    return kExitBadInput;
-  }
-  std::unique_ptr<TelemetrySource> source;
-  report::TopRunOptions ro;
-  ro.speed = f.speed;
-  ro.interval_ms = f.interval_ms;
-  ro.source_label = f.source;
-  ro.stop = &g_top_stop;
-  SourceSpecOptions so;
-  so.nvml_lib = f.nvml_lib;
-  auto opened = OpenSourceSpec(f.source, so);
-  if (!opened.ok()) {
-    std::cerr << "wattwatch top: " << opened.status().message() << "\n";
-    return kExitBadInput;
-  }
-  source = std::move(opened->source);
-  ro.live = opened->live;
-
+int RunTopCommand(const report::TopOptions& options) {
   struct sigaction sa {};
   sa.sa_handler = OnTopSignal;
   sigemptyset(&sa.sa_mask);
@@ -53,7 +24,9 @@ int RunTopCommand(const TopFlags& f) {
   sigaction(SIGINT, &sa, &old_int);
   sigaction(SIGTERM, &sa, &old_term);
   sigaction(SIGHUP, &sa, &old_hup);
-  Status st = report::RunTop(*source, *SystemClock(), ro);
+  report::TopOptions o = options;
+  o.run.stop = &g_top_stop;
+  Status st = report::RunTopOn(o, *SystemClock());
   sigaction(SIGINT, &old_int, nullptr);
   sigaction(SIGTERM, &old_term, nullptr);
   sigaction(SIGHUP, &old_hup, nullptr);
@@ -67,7 +40,7 @@ int RunTopCommand(const TopFlags& f) {
 }  // namespace
 
 void AddTopCommand(CLI::App& app, int* exit_code) {
-  auto flags = std::make_shared<TopFlags>();
+  auto options = std::make_shared<report::TopOptions>();
   CLI::App* cmd = app.add_subcommand(
       "top",
       "Live view of a job's GPUs: one row per GPU with its state (colored), power against its "
@@ -87,13 +60,18 @@ Examples:
   wattwatch top --source sim:hang-exit --speed 50
 
 Exit codes: 0 quit; 2 bad flags, no terminal, or a source that cannot be opened.)");
-  cmd->add_option("--source", flags->source, "nvml, replay:FILE[,FILE...] or sim:SCENARIO");
-  cmd->add_option("--speed", flags->speed, "replay/sim: this many times faster than real time")
-      ->check(CLI::Range(0.01, 100000.0));
-  cmd->add_option("--interval-ms", flags->interval_ms, "nvml: sampling interval (default 500)")
-      ->check(CLI::Range(int64_t{50}, int64_t{60000}));
-  cmd->add_option("--nvml-lib", flags->nvml_lib, "path of libnvidia-ml.so.1 (nvml source)");
-  cmd->callback([flags, exit_code] { *exit_code = RunTopCommand(*flags); });
+  cmd->add_option("--source", options->source, "nvml, replay:FILE[,FILE...] or sim:SCENARIO")
+      ->capture_default_str();
+  cmd->add_option("--speed", options->run.speed,
+                  "replay/sim: this many times faster than real time; 0: as fast as possible")
+      ->check(CLI::Range(0.0, 100000.0))
+      ->capture_default_str();
+  cmd->add_option("--interval-ms", options->run.interval_ms, "nvml: sampling interval")
+      ->check(CLI::Range(int64_t{50}, int64_t{60000}))
+      ->capture_default_str();
+  cmd->add_option("--nvml-lib", options->source_options.nvml_lib,
+                  "path of libnvidia-ml.so.1 (nvml source)");
+  cmd->callback([options, exit_code] { *exit_code = RunTopCommand(*options); });
 }
 
 }  // namespace ww::app

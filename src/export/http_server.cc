@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 #include <httplib.h>
+#include <sys/socket.h>
 
 #include <charconv>
 
@@ -40,6 +41,17 @@ Result<std::string> MetricsServer::Start(const std::string& listen) {
   // Headers and body go out as separate writes; with Nagle's algorithm and the client's delayed
   // ACK each scrape would wait ~40 ms for nothing.
   server_->set_tcp_nodelay(true);
+  // cpp-httplib's default sets SO_REUSEPORT, which lets a second watcher bind the same port and
+  // the kernel split scrapes between the two: a port in use must be an error (docs/watch.md).
+  // SO_REUSEADDR alone still allows a restart while old connections sit in TIME_WAIT.
+  // An idle keep-alive connection (Prometheus keeps one per target) holds Stop() until it times
+  // out: 5 s by default, measured in tests/export/http_server_test.cc. Scrapes come every 15 s
+  // or so, so 1 s of idle keep-alive costs them nothing and bounds a watcher's shutdown.
+  server_->set_keep_alive_timeout(1);
+  server_->set_socket_options([](socket_t sock) {
+    int yes = 1;
+    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+  });
   const MetricsSnapshot* snap = snapshot_;
   server_->Get("/metrics", [snap](const httplib::Request&, httplib::Response& res) {
     auto text = snap->metrics();

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "report/top_view.h"
+#include "telemetry/pacer.h"
 
 namespace ww::report {
 namespace {
@@ -99,7 +100,8 @@ Status RunTop(TelemetrySource& source, Clock& clock, const TopRunOptions& o) {
   TopModel model;
   TopViewState view;
   view.source_label = o.source_label;
-  if (!o.live && o.speed != 1) view.source_label += fmt::format(" x{:g}", o.speed);
+  if (!o.live && o.speed <= 0) view.source_label += " (as fast as possible)";
+  if (!o.live && o.speed > 0 && o.speed != 1) view.source_label += fmt::format(" x{:g}", o.speed);
   TerminalSession term(o.in_fd, o.out_fd);
 
   constexpr int64_t kFrameNs = 100'000'000;  // redraw at most 10 times a second
@@ -107,7 +109,7 @@ Status RunTop(TelemetrySource& source, Clock& clock, const TopRunOptions& o) {
   bool named = false, quit = false;
   Status error;
   std::vector<GpuSample> batch;
-  int64_t first_sample_ms = INT64_MIN, start_ns = 0, next_live_ns = clock.NowMonotonicNs();
+  Pacer pacer = o.live ? Pacer::Live(clock, o.interval_ms) : Pacer::Replay(clock, o.speed);
 
   // The pick follows the GPU, not the row: a re-sort by power must not move it to another GPU.
   std::optional<GpuKey> picked;
@@ -180,8 +182,15 @@ Status RunTop(TelemetrySource& source, Clock& clock, const TopRunOptions& o) {
 
   draw();
   while (!quit && !view.finished) {
-    if (o.live) handle_keys(next_live_ns);
-    if (quit) break;
+    if (o.live) {
+      handle_keys(pacer.DueNs());
+      if (quit) break;
+      // A tick late by whole intervals (a stalled terminal, a slow NVML read) is skipped, not
+      // caught up in a burst; the count is shown so a gap in the sparkline is explained.
+      if (pacer.Begin().dropped_ticks > 0 && error.ok()) {
+        view.status = fmt::format("{} ticks skipped (late)", pacer.dropped_ticks());
+      }
+    }
     batch.clear();
     Status st = source.Next(&batch);
     if (!st.ok()) {
@@ -199,19 +208,11 @@ Status RunTop(TelemetrySource& source, Clock& clock, const TopRunOptions& o) {
       model.SetSourceInfo(source.hosts(), source.gpus());
       named = true;
     }
-    if (o.live) {
-      next_live_ns += o.interval_ms * 1'000'000;
-    } else {
+    if (!o.live) {
       // Pace replay by sample time: the batch is shown when its time has come at this speed.
-      const int64_t t = batch.front().timestamp_ms;
-      if (first_sample_ms == INT64_MIN) {
-        first_sample_ms = t;
-        start_ns = clock.NowMonotonicNs();
-      }
-      const auto due_ns =
-          start_ns + static_cast<int64_t>(static_cast<double>(t - first_sample_ms) * 1e6 / o.speed);
-      handle_keys(due_ns);
+      handle_keys(pacer.DueNs(batch.front().timestamp_ms));
       if (quit) break;
+      pacer.Begin();
     }
     for (const GpuSample& s : batch) model.Add(s);
   }
@@ -221,6 +222,18 @@ Status RunTop(TelemetrySource& source, Clock& clock, const TopRunOptions& o) {
     while (!quit) handle_keys(clock.NowMonotonicNs() + 1'000'000'000);
   }
   return error;
+}
+
+Status RunTopOn(const TopOptions& options, Clock& clock) {
+  if (!isatty(options.run.out_fd)) {
+    return Status::InvalidInput("stdout is not a terminal; for logs use `wattwatch triage`");
+  }
+  auto opened = OpenSourceSpec(options.source, options.source_options);
+  if (!opened.ok()) return opened.status();
+  TopRunOptions run = options.run;
+  run.live = opened->live;
+  run.source_label = options.source;
+  return RunTop(*opened->source, clock, run);
 }
 
 }  // namespace ww::report

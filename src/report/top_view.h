@@ -19,6 +19,7 @@
 #include "core/clock.h"
 #include "core/status.h"
 #include "telemetry/source.h"
+#include "telemetry/source_spec.h"
 #include "triage/engine.h"
 
 namespace ww::report {
@@ -85,9 +86,9 @@ std::vector<GpuKey> SortedKeys(const TopModel& model, TopSort sort);
 std::vector<std::string> RenderTop(const TopModel& model, const TopViewState& view);
 
 struct TopRunOptions {
-  double speed = 1;   // replay/sim: sample time runs this many times faster than real time
-  bool live = false;  // live source: read every interval_ms instead of pacing by timestamps
-  int64_t interval_ms = 500;
+  double speed = 1;           // replay/sim: sample time runs this many times faster; 0: at once
+  bool live = false;          // live source: read every interval_ms instead of pacing by timestamps
+  int64_t interval_ms = 500;  // live: ticks late by whole intervals are skipped, not burst
   std::string source_label;
   int in_fd = 0;
   int out_fd = 1;
@@ -97,5 +98,16 @@ struct TopRunOptions {
 // Runs until the user quits or *stop is set. The source's error is returned after the terminal
 // has been restored; the end of a replay is not an error (the view stays until q).
 Status RunTop(TelemetrySource& source, Clock& clock, const TopRunOptions& options);
+
+// Everything `wattwatch top` takes; its flags bind straight to these fields.
+struct TopOptions {
+  std::string source = "nvml";       // --source: nvml, replay:FILE[,FILE...] or sim:SCENARIO
+  SourceSpecOptions source_options;  // --nvml-lib
+  TopRunOptions run;                 // --speed, --interval-ms (live and the label are set here)
+};
+
+// Opens options.source and runs RunTop on it. kInvalidInput when out_fd is not a terminal or the
+// spec is malformed, kUnavailable when NVML is missing; the message says which.
+Status RunTopOn(const TopOptions& options, Clock& clock);
 
 }  // namespace ww::report

@@ -10,6 +10,7 @@
 #include "core/stats.h"
 #include "core/timefmt.h"
 #include "export/event_log.h"
+#include "telemetry/pacer.h"
 #include "watch/startup_checks.h"
 
 namespace ww::watch {
@@ -289,10 +290,7 @@ void Watcher::Publish(bool healthy) {
 
 Status Watcher::Run(std::atomic<int>* pending_signal) {
   std::vector<GpuSample> batch;
-  const int64_t interval_ns = std::max<int64_t>(1, o_.interval_ms) * 1000000;
-  int64_t next_ns = clock_->NowMonotonicNs();
-  int64_t start_ns = 0;
-  int64_t first_sample_ms = INT64_MIN;
+  Pacer pacer = o_.live ? Pacer::Live(*clock_, o_.interval_ms) : Pacer::Replay(*clock_, o_.speed);
   int64_t last_publish_ns = INT64_MIN;
   size_t lateness_pos = 0;
   bool stop = false;
@@ -348,19 +346,15 @@ Status Watcher::Run(std::atomic<int>* pending_signal) {
       continue;
     }
     if (o_.live) {
-      sleep_until(next_ns);
+      sleep_until(pacer.DueNs());
       if (stop || summary_.child_exit_code) break;
-      const int64_t now = clock_->NowMonotonicNs();
-      record_lateness(now - next_ns);
-      next_ns += interval_ns;
-      if (now > next_ns) {
-        // Behind by whole ticks (the machine stalled): skip them rather than
-        // burst.
-        const int64_t skipped = (now - next_ns) / interval_ns + 1;
-        next_ns += skipped * interval_ns;
+      // Behind by whole ticks (the machine stalled): the pacer skips them rather than burst.
+      const TickStart tick = pacer.Begin();
+      record_lateness(tick.lateness_ns);
+      if (tick.dropped_ticks > 0) {
         const uint64_t gpus = std::max<size_t>(1, gpus_seen());
-        summary_.samples_dropped += static_cast<uint64_t>(skipped) * gpus;
-        metrics_.AddDropped(static_cast<uint64_t>(skipped) * gpus);
+        summary_.samples_dropped += tick.dropped_ticks * gpus;
+        metrics_.AddDropped(tick.dropped_ticks * gpus);
       }
     }
     batch.clear();
@@ -400,17 +394,9 @@ Status Watcher::Run(std::atomic<int>* pending_signal) {
       continue;
     }
     if (!o_.live) {
-      const int64_t t = batch.front().timestamp_ms;
-      if (first_sample_ms == INT64_MIN) {
-        first_sample_ms = t;
-        start_ns = clock_->NowMonotonicNs();
-      }
-      const int64_t due_ns =
-          start_ns +
-          static_cast<int64_t>(static_cast<double>(t - first_sample_ms) * 1e6 / o_.speed);
-      sleep_until(due_ns);
+      sleep_until(pacer.DueNs(batch.front().timestamp_ms));
       if (stop || summary_.child_exit_code) break;
-      record_lateness(clock_->NowMonotonicNs() - due_ns);
+      record_lateness(pacer.Begin().lateness_ns);
     }
     int64_t now_ms = batch.front().timestamp_ms;
     for (const GpuSample& s : batch) now_ms = std::max(now_ms, s.timestamp_ms);

@@ -3,16 +3,13 @@
 // promtool) on it.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <stdio.h>
-#include <sys/wait.h>
 
 #include <clocale>
 #include <cmath>
-#include <filesystem>
-#include <fstream>
 
 #include "export/prom_text.h"
 #include "export/watch_metrics.h"
+#include "support/support.h"
 
 namespace ww::exporter {
 namespace {
@@ -134,23 +131,12 @@ TEST(WatchMetrics, WastedCounterNeverGoesDown) {
 }
 
 TEST(WatchMetrics, PromtoolAcceptsTheExposition) {
-  const auto path =
-      std::filesystem::temp_directory_path() / ("ww_metrics_" + std::to_string(getpid()) + ".prom");
-  {
-    std::ofstream f(path);
-    f << Populated().Render();
-  }
-  const std::string cmd = "promtool check metrics < " + path.string() + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  ASSERT_NE(p, nullptr);
-  std::string out;
-  char buf[512];
-  while (fgets(buf, sizeof buf, p)) out += buf;
-  const int status = pclose(p);
-  std::filesystem::remove(path);
-  ASSERT_TRUE(WIFEXITED(status));
-  EXPECT_EQ(WEXITSTATUS(status), 0) << out;
-  EXPECT_EQ(out, "") << "promtool lint findings";
+  ww::testing::TempDir dir;
+  const std::string path = dir / "metrics.prom";
+  ww::testing::WriteFile(path, Populated().Render());
+  const auto r = ww::testing::RunCapture("promtool check metrics < " + path);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output, "") << "promtool lint findings";
 }
 
 TEST(MetricsSnapshot, ServesTheLastPublished) {
