@@ -71,6 +71,14 @@ class TempDir {
   TempDir& operator=(const TempDir&) = delete;
   const std::string& path() const { return path_; }
   std::string operator/(const std::string& name) const { return path_ + "/" + name; }
+  // Writes content to path()/name (creating sub-folders) and returns the full path.
+  std::string Write(const std::string& name, const std::string& content) const {
+    const std::filesystem::path p = std::filesystem::path(path_) / name;
+    std::filesystem::create_directories(p.parent_path());
+    std::ofstream out(p, std::ios::binary);
+    out << content;
+    return p.string();
+  }
 
  private:
   std::string path_;

@@ -1,4 +1,4 @@
-// Test helpers for the telemetry tests: a temporary directory that removes itself, and a reader
+// Test helpers for the telemetry tests (TempDir and the rest come from tests/support): a reader
 // loop that drains a TelemetrySource into its batches, warnings and GPU infos.
 #pragma once
 
@@ -10,37 +10,11 @@
 
 #include "core/sample.h"
 #include "core/status.h"
+#include "support/support.h"
 #include "telemetry/replay/nvsmi_log.h"
 #include "telemetry/replay/nvsmi_writer.h"
 
 namespace ww::testing {
-
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "ww-telemetry-XXXXXX").string();
-    path_ = ::mkdtemp(tmpl.data());
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-
-  const std::string& path() const { return path_; }
-  // Writes content to path()/name (creating sub-folders) and returns the full path.
-  std::string Write(const std::string& name, const std::string& content) const {
-    const std::filesystem::path p = std::filesystem::path(path_) / name;
-    std::filesystem::create_directories(p.parent_path());
-    std::ofstream out(p, std::ios::binary);
-    out << content;
-    return p.string();
-  }
-
- private:
-  std::string path_;
-};
 
 struct ReadAll {
   Status status;  // the open or the read error; ok when the whole file was read
