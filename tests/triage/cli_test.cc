@@ -51,9 +51,15 @@ struct CmdResult {
 CmdResult Wattwatch(const TempDir& dir, const std::vector<std::string>& args) {
   static int n = 0;
   const std::string err = dir / ("stderr." + std::to_string(n++) + ".txt");
+  // Appended piece by piece: `" " + Quote(a)` trips GCC 12's false -Wrestrict positive.
   std::string cmd;
-  for (const auto& a : args) cmd += " " + Quote(a);
-  const CommandResult r = RunWattwatch(cmd + " 2>" + Quote(err), /*merge_stderr=*/false);
+  for (const auto& a : args) {
+    cmd += ' ';
+    cmd += Quote(a);
+  }
+  cmd += " 2>";
+  cmd += Quote(err);
+  const CommandResult r = RunWattwatch(cmd, /*merge_stderr=*/false);
   return {r.exit_code, r.output, ReadFile(err)};
 }
 
