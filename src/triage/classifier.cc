@@ -21,7 +21,7 @@ LocalClass ClassifyLocal(const LocalInput& in, const Thresholds& t) {
   const bool no_process = in.proc == ProcState::kNone || in.proc == ProcState::kReleased;
   if (!in.util_pct) {
     // Power alone: working power means kernels; otherwise nothing we can call busy.
-    if (in.power_frac && *in.power_frac >= 0.45) return LocalClass::kBusy;
+    if (in.power_frac && *in.power_frac >= t.busy_power_frac) return LocalClass::kBusy;
     return no_process ? LocalClass::kGone : LocalClass::kLow;
   }
   const double u = *in.util_pct;
@@ -39,7 +39,7 @@ bool IsStarved(const WindowStats& w, LocalClass now, ProcState proc, const Thres
   // A spin is allowed: a burst after a gap starts at low power (power is a ~1 s average) with
   // utilization already pegged. A long spin reads ~100 % and fails the band below.
   if (now == LocalClass::kGone) return false;
-  if (w.samples < 3 || w.util_samples == 0) return false;
+  if (w.samples < t.starve_min_samples || w.util_samples == 0) return false;
   // The GPU works part of the time...
   const double mean_util = w.util_sum / w.util_samples;
   if (mean_util < t.starve_util_lo_pct || mean_util > t.starve_util_hi_pct) return false;
@@ -47,7 +47,7 @@ bool IsStarved(const WindowStats& w, LocalClass now, ProcState proc, const Thres
   // between (coarse sampling averages a burst and a gap into one reading). One change of phase
   // (training stops for a checkpoint) is neither.
   if (w.transitions >= t.starve_min_transitions && w.busy > 0 && w.low > 0) return true;
-  return w.partial * 10 >= w.samples * 3;
+  return w.partial * 100 >= w.samples * t.starve_partial_pct;
 }
 
 JobMode ClassifyJob(const JobCounts& c) {

@@ -28,6 +28,11 @@ struct Thresholds {
   double starve_util_lo_pct = 15;  // mean utilization of a starving GPU sits in between
   double starve_util_hi_pct = 85;
   int starve_min_transitions = 2;  // busy<->low flips in the window that mean bursts with gaps
+  // Coarse sampling averages a burst and a gap into one in-between reading: this share (%) of
+  // partial readings in the window means starvation too.
+  int starve_partial_pct = 30;
+  int starve_min_samples = 3;     // a window with fewer samples says nothing about a pattern
+  double busy_power_frac = 0.45;  // without utilization, power at this share of the range: kernels
 };
 
 // What the memory reading says about the process on this GPU.

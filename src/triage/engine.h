@@ -5,6 +5,12 @@
 // be labelled `hang` from the moment the job stopped, while `detected_at` records when an online
 // watcher seeing only the samples so far would have confirmed it.
 //
+// The engine orchestrates; the decisions live in the parts it calls, in this order per sample:
+// features.h (one GPU's windows: smoothing, debounce, starvation, sustained spin), job_eval.h
+// (pure: every GPU's view -> the job's mode, a hang's culprits and reasons), episodes.h (hang,
+// checkpoint and job-end trackers over time). What stays here: per-GPU bookkeeping, holding back
+// labels while a hang candidate may still relabel them, and the per-GPU seconds.
+//
 // Ownership: the engine owns its state; the observer, if any, is borrowed and must outlive it.
 // Thread-safety: not thread-safe; one thread feeds a given engine.
 #pragma once
@@ -20,58 +26,16 @@
 
 #include "core/sample.h"
 #include "core/state.h"
-#include "triage/calibration.h"
 #include "triage/classifier.h"
+#include "triage/episodes.h"
+#include "triage/options.h"
 
 namespace ww::triage {
-
-struct TriageOptions {
-  Thresholds thresholds;
-  double hang_confirm_s = 45;      // spin with nobody working this long is a hang
-  double window_s = 12;            // centered window for burst/gap patterns
-  double min_run_s = 0.3;          // a burst or gap shorter than this is a blip
-  double min_spin_s = 1.0;         // a shorter spin is an ordinary collective
-  double debounce_s = 2;           // a hang candidate survives interruptions shorter than this
-  double max_gap_s = 10;           // a longer gap in a GPU's samples counts as no data
-  double stale_s = 5;              // a GPU silent this long is left out of job decisions
-  double max_checkpoint_s = 1800;  // peers spinning on a quiet rank longer than this: a hang
-  double culprit_margin_s = 1.5;   // ranks that started spinning this close to the last one
-  // false: the engine never confirms a hang by itself; the caller (the live watcher, which also
-  // has progress probes) calls ConfirmHangCandidate or DismissHangCandidate.
-  bool auto_confirm = true;
-};
-
-// A run of spinning with nobody working that is not confirmed as a hang (yet).
-struct HangCandidate {
-  int64_t start_ms = 0;
-  std::vector<GpuKey> gpus;
-  std::vector<GpuKey> culprits;
-};
 
 struct LabeledSample {
   int64_t timestamp_ms;
   GpuKey key;
   GpuState state;
-};
-
-struct HangEpisode {
-  int64_t start_ms = 0;
-  int64_t detected_at_ms = 0;
-  int64_t end_ms = 0;
-  bool ongoing = false;  // the log (or the watch) ended while the job was still stuck
-  std::vector<GpuKey> gpus;
-  std::vector<GpuKey> culprits;
-  std::vector<std::string> reasons;
-  double wasted_gpu_hours() const {
-    return static_cast<double>(end_ms - start_ms) / 3.6e6 * static_cast<double>(gpus.size());
-  }
-};
-
-struct CheckpointEpisode {
-  int64_t start_ms = 0;
-  int64_t end_ms = 0;
-  bool all_ranks = false;       // every rank quiet (sharded save) vs some ranks saving
-  std::vector<GpuKey> writers;  // the quiet ranks the others waited on
 };
 
 struct GpuStats {
@@ -119,55 +83,42 @@ class TriageEngine {
   // labels they had; if the GPUs still spin, a new candidate starts with the next sample.
   void DismissHangCandidate();
 
-  const std::vector<HangEpisode>& hang_episodes() const { return episodes_; }
-  const std::vector<CheckpointEpisode>& checkpoints() const { return checkpoints_; }
+  const std::vector<HangEpisode>& hang_episodes() const { return hang_.episodes(); }
+  const std::vector<CheckpointEpisode>& checkpoints() const { return checkpoints_.episodes(); }
   std::vector<GpuStats> gpu_stats() const;
   std::optional<GpuState> current_state(GpuKey key) const;
   bool hang_active() const { return active_hang() != nullptr; }
   // The hang in progress (confirmed), if any.
-  const HangEpisode* active_hang() const;
+  const HangEpisode* active_hang() const { return hang_.active(); }
   int64_t first_timestamp_ms() const { return first_ms_; }
   int64_t last_timestamp_ms() const { return last_ms_; }
   // Notes for the user: e.g. a spin at the end of the log too short to confirm.
-  const std::vector<std::string>& notes() const { return notes_; }
+  const std::vector<std::string>& notes() const { return hang_.notes(); }
   double wasted_gpu_hours() const;
 
  private:
   struct Gpu;
-  struct Pending;
   struct Record;
-  struct Candidate;
 
   Gpu& GetGpu(GpuKey key);
-  void ClassifyReady(Gpu& g);
-  void Classify(Gpu& g, size_t index);
-  JobMode EvaluateJob(int64_t now_ms, JobCounts* counts);
-  void UpdateHang(JobMode mode, const JobCounts& counts, int64_t now_ms);
-  void UpdateCheckpoint(JobMode mode, int64_t now_ms);
-  void ConfirmHang(int64_t now_ms, const std::vector<std::string>& extra_reasons);
-  void EndHang(int64_t end_ms, bool ongoing);
+  // Job-level evaluation after one more classified sample of g.
+  void Classify(Gpu& g, const SampleFeatures& f);
+  void OnHangUpdate(const HangUpdate& u, int64_t now_ms);
   void Emit(bool all);
   void Account(const Record& r);
-  std::vector<std::string> HangReasons(const HangEpisode& e) const;
-  std::string KeyName(GpuKey k) const;
 
   TriageOptions options_;
   TriageObserver* observer_;
   std::map<GpuKey, std::unique_ptr<Gpu>> gpus_;
-  std::vector<Gpu*> gpu_list_;  // the same GPUs, for cheap iteration on the hot path
+  std::vector<GpuView> views_;  // every GPU's job view, in order of first sample (the hot loop)
   std::map<GpuKey, std::string> names_;
-  std::deque<Record> records_;
-  std::vector<HangEpisode> episodes_;
-  std::vector<CheckpointEpisode> checkpoints_;
-  std::optional<CheckpointEpisode> open_checkpoint_;
-  std::unique_ptr<Candidate> candidate_;
-  int64_t checkpoint_wait_since_ = INT64_MIN;
+  std::deque<Record> records_;  // classified, waiting while a hang candidate may relabel them
+  HangTracker hang_;
+  CheckpointTracker checkpoints_;
+  JobEndTracker job_end_;
   bool trained_ = false;
-  int64_t no_job_since_ = INT64_MIN;
   int64_t first_ms_ = INT64_MAX;
   int64_t last_ms_ = INT64_MIN;
-  std::vector<std::string> notes_;
-  std::vector<std::string> host_names_;
 };
 
 }  // namespace ww::triage

@@ -5,49 +5,18 @@
 // Chromium missing: skipped locally, a failure under CI=true (the test must run in CI).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
-#include <cstdlib>
-#include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
+#include <string>
 
 #include "report/png_reader.h"
+#include "support/support.h"
 
 namespace ww::testing {
 namespace {
 
 using ::testing::HasSubstr;
 using ::testing::Not;
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "ww-report-XXXXXX").string();
-    path_ = ::mkdtemp(tmpl.data());
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
-
-int Shell(const std::string& cmd) {
-  const int rc = std::system(cmd.c_str());
-  return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
-}
 
 std::string ChromiumCommand(const std::string& dir) {
   return "timeout 120 chromium --headless --no-sandbox --disable-gpu --disable-quic "
@@ -69,29 +38,27 @@ int CountColor(const RgbImage& img, uint8_t r, uint8_t g, uint8_t b) {
 }
 
 TEST(BrowserTest, ChromiumDrawsTheReportWithoutScriptErrors) {
-  if (Shell("command -v chromium > /dev/null 2>&1") != 0) {
-    const char* ci = std::getenv("CI");
-    if (ci && std::string(ci) == "true")
-      FAIL() << "chromium is not installed (scripts/install-deps.sh)";
+  if (RunCommand("command -v chromium > /dev/null 2>&1") != 0) {
+    if (InCi()) FAIL() << "chromium is not installed (scripts/install-deps.sh)";
     GTEST_SKIP() << "chromium is not installed";
   }
   TempDir dir;
-  const std::string d = dir.path(), bin = WW_BINARY;
-  ASSERT_EQ(Shell(bin + " simulate hang-exit --out-dir " + d + " > " + d + "/sim.txt 2>&1"), 0)
+  const std::string d = dir.path(), bin = WattwatchBinary();
+  ASSERT_EQ(RunCommand(bin + " simulate hang-exit --out-dir " + d + " > " + d + "/sim.txt 2>&1"), 0)
       << ReadFile(d + "/sim.txt");
   std::string logs;
   for (const auto& e : std::filesystem::directory_iterator(d)) {
     if (e.path().extension() == ".csv") logs += " " + e.path().string();
   }
   ASSERT_FALSE(logs.empty());
-  ASSERT_EQ(Shell(bin + " triage" + logs + " --color never --html " + d + "/report.html > " + d +
-                  "/triage.txt 2>&1"),
+  ASSERT_EQ(RunCommand(bin + " triage" + logs + " --color never --html " + d + "/report.html > " +
+                       d + "/triage.txt 2>&1"),
             0)
       << ReadFile(d + "/triage.txt");
   const std::string url = "file://" + d + "/report.html";
 
-  ASSERT_EQ(Shell("cd " + d + " && " + ChromiumCommand(d) + "--screenshot=" + d +
-                  "/shot.png --window-size=1400,900 " + url + " > " + d + "/shot.log 2>&1"),
+  ASSERT_EQ(RunCommand("cd " + d + " && " + ChromiumCommand(d) + "--screenshot=" + d +
+                       "/shot.png --window-size=1400,900 " + url + " > " + d + "/shot.log 2>&1"),
             0)
       << ReadFile(d + "/shot.log");
   const std::string log = ReadFile(d + "/shot.log");
@@ -111,8 +78,8 @@ TEST(BrowserTest, ChromiumDrawsTheReportWithoutScriptErrors) {
   // The power chart drew its min/max envelope (its own blue).
   EXPECT_GT(CountColor(*img, 0x15, 0x65, 0xc0), 300) << "power envelope pixels";
 
-  ASSERT_EQ(Shell("cd " + d + " && " + ChromiumCommand(d) + "--dump-dom " + url + " > " + d +
-                  "/dom.html 2> " + d + "/dom.log"),
+  ASSERT_EQ(RunCommand("cd " + d + " && " + ChromiumCommand(d) + "--dump-dom " + url + " > " + d +
+                       "/dom.html 2> " + d + "/dom.log"),
             0)
       << ReadFile(d + "/dom.log");
   const std::string dom = ReadFile(d + "/dom.html");
@@ -131,9 +98,10 @@ TEST(BrowserTest, ChromiumDrawsTheReportWithoutScriptErrors) {
   const int64_t start = data["hangs"][0]["start"];
   const std::string zoom_url = url + "#from=" + std::to_string(start - 20000) +
                                "&to=" + std::to_string(start + 20000) + "&gpu=node0/GPU0";
-  ASSERT_EQ(Shell("cd " + d + " && " + ChromiumCommand(d) + "--screenshot=" + d +
-                  "/zoom.png --window-size=1400,900 '" + zoom_url + "' > " + d + "/zoom.log 2>&1"),
-            0)
+  ASSERT_EQ(
+      RunCommand("cd " + d + " && " + ChromiumCommand(d) + "--screenshot=" + d +
+                 "/zoom.png --window-size=1400,900 '" + zoom_url + "' > " + d + "/zoom.log 2>&1"),
+      0)
       << ReadFile(d + "/zoom.log");
   auto zoomed = DecodePng(ReadFile(d + "/zoom.png"));
   ASSERT_TRUE(zoomed.ok()) << zoomed.status().message();

@@ -3,17 +3,14 @@
 // and q restores the terminal.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
-#include <cstdlib>
-#include <fstream>
 #include <regex>
-#include <sstream>
 #include <thread>
 
 #include "report/top_view.h"
+#include "support/support.h"
 #include "telemetry/sim/simulator.h"
 
 namespace ww::report {
@@ -133,19 +130,13 @@ TEST(TopViewTest, ManyGpusScrollToKeepTheSelectionVisible) {
 
 // --- the real binary under tmux -------------------------------------------------------------
 
-int Shell(const std::string& cmd) {
-  const int rc = std::system(cmd.c_str());
-  return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
-}
+using ::ww::testing::InCi;
+using ::ww::testing::RunCapture;
+using ::ww::testing::RunCommand;
+using ::ww::testing::WattwatchBinary;
 
 std::string Capture(const std::string& tmux) {
-  const std::string file = "/tmp/ww-top-capture-" + std::to_string(getpid()) + ".txt";
-  Shell(tmux + " capture-pane -p -t ww > " + file + " 2>/dev/null");
-  std::ifstream in(file);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  std::remove(file.c_str());
-  return ss.str();
+  return RunCapture(tmux + " capture-pane -p -t ww 2>/dev/null", /*merge_stderr=*/false).output;
 }
 
 // Polls the pane until pred holds (or ~timeout).
@@ -163,9 +154,8 @@ std::string WaitFor(const std::string& tmux, Pred pred, double timeout_s) {
 class TmuxTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (Shell("command -v tmux > /dev/null 2>&1") != 0) {
-      const char* ci = std::getenv("CI");
-      if (ci && std::string(ci) == "true") FAIL() << "tmux is not installed";
+    if (RunCommand("command -v tmux > /dev/null 2>&1") != 0) {
+      if (InCi()) FAIL() << "tmux is not installed";
       GTEST_SKIP() << "tmux is not installed";
     }
     // A server of our own per test (pid + counter): never touches the user's tmux or a sibling.
@@ -174,7 +164,7 @@ class TmuxTest : public ::testing::Test {
             " -f /dev/null";
   }
   void TearDown() override {
-    if (!tmux_.empty()) Shell(tmux_ + " kill-server > /dev/null 2>&1");
+    if (!tmux_.empty()) RunCommand(tmux_ + " kill-server > /dev/null 2>&1");
   }
   std::string tmux_;
 };
@@ -182,14 +172,15 @@ class TmuxTest : public ::testing::Test {
 TEST_F(TmuxTest, LiveViewShowsHangKeysWorkAndQRestoresTheTerminal) {
   // A shell in the pane, so that after q we can see the prompt come back and the screen restored.
   ASSERT_EQ(
-      Shell(tmux_ + " new-session -d -s ww -x 160 -y 50 'env PS1=READY\\$\\  bash --norc -i'"), 0);
+      RunCommand(tmux_ + " new-session -d -s ww -x 160 -y 50 'env PS1=READY\\$\\  bash --norc -i'"),
+      0);
   WaitFor(
       tmux_, [](const std::string& s) { return s.find("READY$") != std::string::npos; }, 10);
-  Shell(tmux_ + " send-keys -t ww 'clear; echo BEFORE-TOP' Enter");
+  RunCommand(tmux_ + " send-keys -t ww 'clear; echo BEFORE-TOP' Enter");
   WaitFor(
       tmux_, [](const std::string& s) { return s.find("BEFORE-TOP") != std::string::npos; }, 10);
-  Shell(tmux_ + " send-keys -t ww '" + std::string(WW_BINARY) +
-        " top --source sim:hang-exit --speed 25; echo TOP-EXIT=$?' Enter");
+  RunCommand(tmux_ + " send-keys -t ww '" + WattwatchBinary() +
+             " top --source sim:hang-exit --speed 25; echo TOP-EXIT=$?' Enter");
   // hang-exit: the rank exits ~84 s in, the hang is confirmed 45 s later and lasts 200 s: at x25
   // it shows from ~5 s to ~13 s of wall time (later under ASan on a busy machine, never sooner).
   std::string screen = WaitFor(
@@ -202,16 +193,16 @@ TEST_F(TmuxTest, LiveViewShowsHangKeysWorkAndQRestoresTheTerminal) {
   EXPECT_THAT(screen, Not(HasSubstr("BEFORE-TOP")));  // alternate screen
 
   // s cycles the sort; j moves the pick; enter opens the details.
-  Shell(tmux_ + " send-keys -t ww s");
+  RunCommand(tmux_ + " send-keys -t ww s");
   screen = WaitFor(
       tmux_, [](const std::string& s) { return s.find("sort: power") != std::string::npos; }, 10);
   EXPECT_THAT(screen, HasSubstr("sort: power"));
-  Shell(tmux_ + " send-keys -t ww j Enter");
+  RunCommand(tmux_ + " send-keys -t ww j Enter");
   screen = WaitFor(
       tmux_, [](const std::string& s) { return s.find("calibration:") != std::string::npos; }, 10);
   EXPECT_THAT(screen, HasSubstr("calibration:"));
 
-  Shell(tmux_ + " send-keys -t ww q");
+  RunCommand(tmux_ + " send-keys -t ww q");
   screen = WaitFor(
       tmux_, [](const std::string& s) { return s.find("\nTOP-EXIT=") != std::string::npos; }, 20);
   EXPECT_THAT(screen, HasSubstr("TOP-EXIT=0")) << screen;
@@ -219,7 +210,7 @@ TEST_F(TmuxTest, LiveViewShowsHangKeysWorkAndQRestoresTheTerminal) {
   EXPECT_THAT(screen, HasSubstr("BEFORE-TOP"));
   EXPECT_THAT(screen, Not(HasSubstr("HANG since")));
   // The terminal is in cooked mode with echo again: typed text shows up and runs.
-  Shell(tmux_ + " send-keys -t ww 'echo ECHO-$((40+2))' Enter");
+  RunCommand(tmux_ + " send-keys -t ww 'echo ECHO-$((40+2))' Enter");
   screen = WaitFor(
       tmux_, [](const std::string& s) { return s.find("ECHO-42") != std::string::npos; }, 10);
   EXPECT_THAT(screen, HasSubstr("ECHO-42"));
@@ -228,16 +219,18 @@ TEST_F(TmuxTest, LiveViewShowsHangKeysWorkAndQRestoresTheTerminal) {
 
 TEST_F(TmuxTest, SigtermRestoresTheTerminalToo) {
   ASSERT_EQ(
-      Shell(tmux_ + " new-session -d -s ww -x 120 -y 40 'env PS1=READY\\$\\  bash --norc -i'"), 0);
+      RunCommand(tmux_ + " new-session -d -s ww -x 120 -y 40 'env PS1=READY\\$\\  bash --norc -i'"),
+      0);
   WaitFor(
       tmux_, [](const std::string& s) { return s.find("READY$") != std::string::npos; }, 10);
-  Shell(tmux_ + " send-keys -t ww 'clear; echo BEFORE-TOP; " + std::string(WW_BINARY) +
-        " top --source sim:healthy --speed 5; echo TOP-EXIT=$?' Enter");
+  RunCommand(tmux_ + " send-keys -t ww 'clear; echo BEFORE-TOP; " + WattwatchBinary() +
+             " top --source sim:healthy --speed 5; echo TOP-EXIT=$?' Enter");
   std::string screen = WaitFor(
       tmux_, [](const std::string& s) { return s.find("node0/GPU7") != std::string::npos; }, 60);
   ASSERT_THAT(screen, HasSubstr("node0/GPU7"));
   // The view runs in the foreground of the pane's shell: signal that one child, by its pid.
-  Shell("kill -TERM $(pgrep -P $(" + tmux_ + " list-panes -t ww -F '#{pane_pid}') -x wattwatch)");
+  RunCommand("kill -TERM $(pgrep -P $(" + tmux_ +
+             " list-panes -t ww -F '#{pane_pid}') -x wattwatch)");
   screen = WaitFor(
       tmux_, [](const std::string& s) { return s.find("\nTOP-EXIT=") != std::string::npos; }, 20);
   EXPECT_THAT(screen, HasSubstr("TOP-EXIT=0")) << screen;

@@ -12,7 +12,6 @@
 // the diff before committing.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
 #include <cstdlib>
 #include <filesystem>
@@ -21,9 +20,9 @@
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <set>
-#include <sstream>
 
-#include "telemetry/test_files.h"
+#include "support/support.h"
+#include "telemetry/replay/nvsmi_writer.h"
 
 namespace ww::testing {
 namespace {
@@ -31,26 +30,14 @@ namespace {
 using nlohmann::json;
 using ::testing::HasSubstr;
 
-const std::string kBinary = WW_BINARY;
 const std::string kMalformedDir = std::string(WW_SOURCE_DIR) + "/tests/data/malformed";
 const std::string kGolden =
     std::string(WW_SOURCE_DIR) + "/tests/data/golden/field_report_summary.txt";
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 std::string Quote(const std::string& s) {
   std::string q = "'";
   for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
   return q + "'";
-}
-
-std::string CapturePath(const TempDir& dir, const char* what, int n) {
-  return dir.path() + "/" + what + "." + std::to_string(n) + ".txt";
 }
 
 struct CmdResult {
@@ -59,27 +46,28 @@ struct CmdResult {
   std::string err;
 };
 
-// Runs `wattwatch ARGS` with stdout and stderr captured to files in dir.
+// Runs `wattwatch ARGS` (each argument quoted) with stdout and stderr kept apart: the contract
+// says which messages go where. stderr goes through a file in dir.
 CmdResult Wattwatch(const TempDir& dir, const std::vector<std::string>& args) {
   static int n = 0;
-  const std::string out = CapturePath(dir, "stdout", n), err = CapturePath(dir, "stderr", n);
-  ++n;
-  std::string cmd = Quote(kBinary);
-  for (const auto& a : args) cmd += " " + Quote(a);
-  cmd += " >" + Quote(out) + " 2>" + Quote(err);
-  const int status = std::system(cmd.c_str());
-  CmdResult r;
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  r.out = ReadFile(out);
-  r.err = ReadFile(err);
-  return r;
+  const std::string err = dir / ("stderr." + std::to_string(n++) + ".txt");
+  // Appended piece by piece: `" " + Quote(a)` trips GCC 12's false -Wrestrict positive.
+  std::string cmd;
+  for (const auto& a : args) {
+    cmd += ' ';
+    cmd += Quote(a);
+  }
+  cmd += " 2>";
+  cmd += Quote(err);
+  const CommandResult r = RunWattwatch(cmd, /*merge_stderr=*/false);
+  return {r.exit_code, r.output, ReadFile(err)};
 }
 
-std::vector<std::string> Lines(const std::string& text) {
-  std::vector<std::string> lines;
-  std::stringstream ss(text);
-  for (std::string line; std::getline(ss, line);) lines.push_back(line);
-  return lines;
+// nvidia-smi's timestamp for offset_ms after 2025-11-18T11:29:20.000Z: "2025/11/18 11:29:20.100".
+std::string Ts(int64_t offset_ms) {
+  std::string s;
+  AppendNvsmiTimestamp(s, 1763465360000 + offset_ms);
+  return s;
 }
 
 const std::set<std::string> kStates = {"idle",         "compute",    "communication",
@@ -314,7 +302,8 @@ TEST(CliJsonTest, JsonStaysValidOnNonUtf8Logs) {
              ", 95 %\n";
     }
   }
-  const std::string path = dir.Write("gpu.csv", log);
+  const std::string path = dir / "gpu.csv";
+  WriteFile(path, log);
   CmdResult r = Wattwatch(dir, {"triage", path, "--json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   json j = json::parse(r.out, nullptr, false);

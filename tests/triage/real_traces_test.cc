@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <map>
 
+#include "support/support.h"
 #include "telemetry/replay/nvsmi_log.h"
 #include "triage/engine.h"
 #include "triage/run.h"
@@ -13,7 +14,7 @@
 namespace ww {
 namespace {
 
-const std::string kDir = std::string(WW_SHARED_DIR) + "/traces/real/";
+const std::string kDir = ::ww::testing::SharedDir() + "/traces/real/";
 
 struct Collected : triage::TriageObserver {
   std::vector<triage::LabeledSample> labels;
@@ -57,9 +58,7 @@ double ShareIn(const Result& r, const std::vector<std::pair<double, double>>& in
 
 class RealTraces : public ::testing::Test {
  protected:
-  void SetUp() override {
-    if (!std::filesystem::exists(kDir)) GTEST_SKIP() << kDir << " is not there";
-  }
+  void SetUp() override { WW_REQUIRE_SHARED_FILE(kDir); }
 };
 
 TEST_F(RealTraces, NoHangInAnyFile) {

@@ -1,0 +1,176 @@
+#include "triage/features.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace ww::triage {
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+bool IsBusyLike(LocalClass c) { return c == LocalClass::kBusy || c == LocalClass::kSpin; }
+
+}  // namespace
+
+GpuWindows::GpuWindows(const std::string& name, const TriageOptions& options)
+    : options_(options),
+      smoothing_half_ms_(static_cast<int64_t>(options.util_smoothing_half_s * 1000)),
+      cal_(name),
+      last_in_ms_(std::numeric_limits<int64_t>::min()) {}
+
+bool GpuWindows::Add(const GpuSample& s) {
+  if (s.timestamp_ms <= last_in_ms_) return false;  // sources guarantee order; be safe anyway
+  double dt_s = 0;
+  if (last_in_ms_ != std::numeric_limits<int64_t>::min()) {
+    const double gap = static_cast<double>(s.timestamp_ms - last_in_ms_) / 1000.0;
+    if (gap <= options_.max_gap_s) dt_s = gap;
+    const double w = options_.interval_ewma_weight;
+    interval_s_ =
+        interval_s_ == 0 ? gap : (1 - w) * interval_s_ + w * std::min(gap, options_.max_interval_s);
+  }
+  last_in_ms_ = s.timestamp_ms;
+
+  const std::optional<double> power = s.power_w ? s.power_w : s.power_instant_w;
+  if (power) cal_.Add(*power, s.util_gpu_pct, s.power_limit_w);
+  if (s.mem_used_mib) peak_mem_mib_ = std::max(peak_mem_mib_, *s.mem_used_mib);
+
+  Pending p;
+  p.t_ms = s.timestamp_ms;
+  p.dt_s = dt_s;
+  p.power_w = power ? *power : kNaN;
+  p.util_pct = s.util_gpu_pct;
+  p.util_mem_pct = s.util_mem_pct;
+  p.proc = ClassifyProc(s.mem_used_mib, peak_mem_mib_, options_.thresholds);
+  p.power_frac = power ? cal_.Normalize(*power) : kNaN;
+  LocalInput in;
+  in.util_pct = s.util_gpu_pct;
+  if (power) in.power_frac = p.power_frac;
+  in.proc = p.proc;
+  p.cls = ClassifyLocal(in, options_.thresholds);
+  // A burst or a gap counts once it lasts a few hundred ms: a lone 100 ms blip (a saving rank's
+  // copy kernel) is not a burst.
+  p.transition = false;
+  const bool busy = IsBusyLike(p.cls);
+  if (busy || p.cls == LocalClass::kLow) {
+    // 1e-3: before the second sample there is no spacing yet; any run then counts at once.
+    const int min_run = std::max(
+        1, static_cast<int>(std::lround(options_.min_run_s / std::max(interval_s_, 1e-3))));
+    run_len_ = (run_len_ > 0 && run_busy_ == busy) ? run_len_ + 1 : 1;
+    run_busy_ = busy;
+    if (run_len_ == min_run) {
+      p.transition = settled_busy_.has_value() && *settled_busy_ != busy;
+      settled_busy_ = busy;
+    }
+  }
+  p.spin_run_start_ms = p.t_ms;
+  if (p.cls == LocalClass::kSpin && !win_.empty() && win_.back().cls == LocalClass::kSpin) {
+    p.spin_run_start_ms = win_.back().spin_run_start_ms;
+  }
+  win_.push_back(p);
+  return true;
+}
+
+int64_t GpuWindows::HalfWindowMs() const {
+  const double half_s =
+      std::max(options_.window_s / 2, options_.min_half_window_intervals * interval_s_);
+  return static_cast<int64_t>(half_s * 1000);
+}
+
+bool GpuWindows::NextReady(SampleFeatures* out) {
+  const int64_t half_ms = HalfWindowMs();
+  const int64_t newest = win_.empty() ? 0 : win_.back().t_ms;
+  if (cursor_ >= win_.size() || win_[cursor_].t_ms > newest - half_ms) return false;
+  *out = Classify(cursor_);
+  ++cursor_;
+  // Drop history no later window needs.
+  const int64_t keep_from = win_[cursor_ - 1].t_ms - half_ms;
+  while (cursor_ > 0 && lo_ > 0 && lo_s_ > 0 && win_.front().t_ms < keep_from) {
+    win_.pop_front();
+    --cursor_;
+    --lo_;
+    --hi_;
+    --lo_s_;
+    --hi_s_;
+  }
+  return true;
+}
+
+std::optional<int64_t> GpuWindows::next_unclassified_ms() const {
+  if (cursor_ >= win_.size()) return std::nullopt;
+  return win_[cursor_].t_ms;
+}
+
+SampleFeatures GpuWindows::ClassifyNextAtEnd() { return Classify(cursor_++); }
+
+SampleFeatures GpuWindows::Classify(size_t index) {
+  const Pending& p = win_[index];
+  const int64_t half_ms = HalfWindowMs();
+  // Slide the centered window to [t - half, t + half].
+  auto add = [&](const Pending& q, int sign) {
+    w_.samples += sign;
+    if (q.util_pct) {
+      w_.util_sum += sign * *q.util_pct;
+      w_.util_samples += sign;
+    }
+    if (IsBusyLike(q.cls)) w_.busy += sign;
+    if (q.cls == LocalClass::kLow) w_.low += sign;
+    if (q.cls == LocalClass::kPartial) w_.partial += sign;
+    if (q.transition) w_.transitions += sign;
+  };
+  while (hi_ < win_.size() && win_[hi_].t_ms <= p.t_ms + half_ms) add(win_[hi_++], +1);
+  while (lo_ < hi_ && win_[lo_].t_ms < p.t_ms - half_ms) add(win_[lo_++], -1);
+  // The smoothing window, the same way.
+  while (hi_s_ < win_.size() && win_[hi_s_].t_ms <= p.t_ms + smoothing_half_ms_) {
+    if (win_[hi_s_].util_pct) {
+      smooth_util_sum_ += *win_[hi_s_].util_pct;
+      ++smooth_util_n_;
+    }
+    ++hi_s_;
+  }
+  while (lo_s_ < hi_s_ && win_[lo_s_].t_ms < p.t_ms - smoothing_half_ms_) {
+    if (win_[lo_s_].util_pct) {
+      smooth_util_sum_ -= *win_[lo_s_].util_pct;
+      --smooth_util_n_;
+    }
+    ++lo_s_;
+  }
+
+  SampleFeatures f;
+  f.t_ms = p.t_ms;
+  f.dt_s = p.dt_s;
+  f.power_w = p.power_w;
+  f.power_frac = p.power_frac;
+  f.util_mem_pct = p.util_mem_pct;
+  f.proc = p.proc;
+  LocalClass cls = p.cls;
+  if ((cls == LocalClass::kLow || cls == LocalClass::kPartial) && smooth_util_n_ > 0) {
+    cls = smooth_util_sum_ / smooth_util_n_ < options_.thresholds.low_util_pct
+              ? LocalClass::kLow
+              : LocalClass::kPartial;
+  }
+  f.cls = cls;
+  f.starved = IsStarved(w_, cls, p.proc, options_.thresholds);
+  // Is this spin part of a sustained wait? The window reaches into the future, so a wait is known
+  // for what it is from its first sample, not a second later.
+  if (cls == LocalClass::kSpin) {
+    // Scan forward only as far as needed to know the run lasts min_spin_s (its start is known).
+    const int64_t need_ms =
+        static_cast<int64_t>((options_.min_spin_s - std::max(interval_s_, 0.0)) * 1000);
+    const int64_t start_ms = p.spin_run_start_ms;
+    size_t b = index;
+    while (b + 1 < win_.size() && win_[b + 1].cls == LocalClass::kSpin &&
+           win_[b].t_ms - start_ms < need_ms) {
+      ++b;
+    }
+    f.sustained_spin = win_[b].t_ms - start_ms >= need_ms;
+  }
+  if (cls == LocalClass::kBusy && !std::isnan(p.power_w)) {
+    const double comm_w =
+        cal_.floor_w() + options_.thresholds.comm_level_frac * cal_.design_range_w();
+    f.compute_share = ComputeShare(p.power_w, comm_w, cal_.compute_level_w());
+  }
+  return f;
+}
+
+}  // namespace ww::triage

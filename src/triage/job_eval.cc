@@ -1,0 +1,164 @@
+#include "triage/job_eval.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "core/format.h"
+
+namespace ww::triage {
+
+void ApplySample(const SampleFeatures& f, GpuView* v) {
+  if (f.cls == LocalClass::kSpin && (!v->classified || v->cls != LocalClass::kSpin)) {
+    v->spin_since_ms = f.t_ms;
+  }
+  if (f.cls == LocalClass::kGone && (!v->classified || v->cls != LocalClass::kGone)) {
+    v->gone_since_ms = f.t_ms;
+  }
+  v->classified = true;
+  v->cur_ms = f.t_ms;
+  v->cls = f.cls;
+  v->proc = f.proc;
+  v->starved = f.starved;
+  v->sustained_spin = f.sustained_spin;
+  v->last_power_w = f.power_w;
+  v->last_power_frac = f.power_frac;
+  v->last_util_mem_pct = f.util_mem_pct;
+  // Without a memory reading, any sign of kernels means the job runs here.
+  if (f.proc == ProcState::kLoaded ||
+      (f.proc == ProcState::kUnknown && f.cls != LocalClass::kGone && f.cls != LocalClass::kLow)) {
+    v->in_job = true;
+  }
+}
+
+bool IsActiveInJob(const GpuView& v, int64_t now_ms, const TriageOptions& options) {
+  if (!v.classified || !v.in_job) return false;
+  const double stale_s = std::max(options.stale_s, options.stale_intervals * v.interval_s);
+  return static_cast<double>(now_ms - v.cur_ms) / 1000.0 <= stale_s;
+}
+
+JobCounts CountJob(std::span<const GpuView> views, int64_t now_ms, const TriageOptions& options) {
+  JobCounts c;
+  for (const GpuView& v : views) {
+    if (!IsActiveInJob(v, now_ms, options)) continue;
+    ++c.active;
+    if (v.cls == LocalClass::kGone) {
+      ++c.gone;
+    } else if (v.cls == LocalClass::kSpin) {
+      if (!v.sustained_spin) {
+        ++c.busy;
+      } else {
+        ++c.spin;
+      }
+    } else if (v.starved) {
+      ++c.starved;
+    } else if (v.cls == LocalClass::kBusy) {
+      ++c.busy;
+    } else if (v.cls == LocalClass::kPartial) {
+      ++c.partial;
+    } else {
+      ++c.low;
+    }
+  }
+  return c;
+}
+
+HangMembers ChooseHangMembers(std::span<const GpuView> views, JobMode mode, int64_t now_ms,
+                              const TriageOptions& options) {
+  std::vector<const GpuView*> by_key;
+  by_key.reserve(views.size());
+  for (const GpuView& v : views) by_key.push_back(&v);
+  std::sort(by_key.begin(), by_key.end(),
+            [](const GpuView* a, const GpuView* b) { return a->key < b->key; });
+
+  HangMembers m;
+  int64_t first_spin = std::numeric_limits<int64_t>::max();
+  int64_t last_spin = std::numeric_limits<int64_t>::min();
+  for (const GpuView* v : by_key) {
+    if (!IsActiveInJob(*v, now_ms, options)) continue;
+    m.gpus.push_back(v->key);
+    if (v->cls == LocalClass::kGone) m.culprits.push_back(v->key);
+    if (v->cls == LocalClass::kSpin) {
+      first_spin = std::min(first_spin, v->spin_since_ms);
+      last_spin = std::max(last_spin, v->spin_since_ms);
+    }
+  }
+  if (m.culprits.empty() && mode == JobMode::kHangCandidate) {
+    const int64_t margin_ms = static_cast<int64_t>(options.culprit_margin_s * 1000);
+    // Everyone started waiting together: no rank stands out.
+    if (last_spin - first_spin > margin_ms) {
+      for (const GpuView* v : by_key) {
+        if (v->in_job && v->cls == LocalClass::kSpin && v->spin_since_ms >= last_spin - margin_ms) {
+          m.culprits.push_back(v->key);
+        }
+      }
+    }
+  }
+  if (m.culprits.empty() && mode == JobMode::kCheckpointWait) {
+    for (const GpuView* v : by_key) {
+      if (v->in_job && v->cls == LocalClass::kLow) m.culprits.push_back(v->key);
+    }
+  }
+  return m;
+}
+
+void HangEvidence::Add(const GpuView& g) {
+  if (!std::isnan(g.last_power_w)) {
+    spin_power_min_w = std::min(spin_power_min_w, g.last_power_w);
+    spin_power_max_w = std::max(spin_power_max_w, g.last_power_w);
+    spin_frac_sum += g.last_power_frac;
+    ++spin_samples;
+  }
+  if (g.last_util_mem_pct) util_mem_max_pct = std::max(util_mem_max_pct, *g.last_util_mem_pct);
+}
+
+std::string GpuName(GpuKey key, const std::vector<std::string>& host_names) {
+  if (key.host < host_names.size()) return GpuLabel(host_names[key.host], key.gpu);
+  return GpuLabelForHostIndex(key.host, key.gpu);
+}
+
+std::vector<std::string> HangReasons(const HangEvidence& c, size_t gpus, size_t gone,
+                                     const std::vector<GpuKey>& culprits, double spin_s,
+                                     const Thresholds& thresholds,
+                                     const std::vector<std::string>& host_names) {
+  std::vector<std::string> out;
+  if (c.spin_samples > 0) {
+    out.push_back(
+        fmt::format("{} of {} GPUs at >= {:.0f} % utilization but {:.2f} of their power range "
+                    "({:.0f}-{:.0f} W), flat for {:.0f} s: spinning in a collective, not computing",
+                    gpus - gone, gpus, thresholds.spin_util_pct,
+                    c.spin_frac_sum / static_cast<double>(c.spin_samples), c.spin_power_min_w,
+                    c.spin_power_max_w, spin_s));
+  }
+  if (c.util_mem_max_pct >= 0) {
+    out.push_back(fmt::format("memory-controller utilization at most {:.0f} %: no data moving",
+                              c.util_mem_max_pct));
+  }
+  std::string names;
+  for (GpuKey k : culprits) names += (names.empty() ? "" : ", ") + GpuName(k, host_names);
+  if (gone > 0) {
+    out.push_back(
+        fmt::format("process gone on {} (memory released) while its peers wait for it", names));
+  } else if (!culprits.empty()) {
+    out.push_back(fmt::format(
+        "{} kept computing after the others were already waiting, then entered a collective "
+        "nobody else joined: the ranks disagree on the step count",
+        names));
+  } else {
+    out.push_back("all ranks entered the wait together; telemetry names no single culprit");
+  }
+  out.push_back(
+      fmt::format("no rank computing or saving for {:.0f} s (confirmation window)", spin_s));
+  return out;
+}
+
+std::string OverlongCheckpointReason(double waited_s) {
+  return fmt::format(
+      "peers spun for {:.0f} s on ranks that hold memory without kernels; no checkpoint "
+      "takes that long (--max-checkpoint-s)",
+      waited_s);
+}
+
+}  // namespace ww::triage

@@ -1,0 +1,87 @@
+// Job-level evaluation, pure: every GPU's latest view in (plain structs), the job's counts and
+// mode, a hang's members and culprits, and the reasons in words out. No clocks, no state between
+// calls, no I/O, so it is table-tested (tests/triage/job_eval_test.cc) and serves the offline
+// triage and the live watcher alike. The stateful parts (how long a mode lasted) are episodes.h.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core/sample.h"
+#include "triage/classifier.h"
+#include "triage/features.h"
+#include "triage/options.h"
+
+namespace ww::triage {
+
+// One GPU as the job sees it: its latest classified sample, and how long it has been spinning.
+struct GpuView {
+  GpuKey key;
+  bool classified = false;  // at least one sample classified
+  bool in_job = false;      // this GPU held the job's process (reset when the job ends)
+  int64_t cur_ms = 0;       // time of the latest classified sample
+  double interval_s = 0;    // the GPU's current sample spacing (the stale limit scales with it)
+  LocalClass cls = LocalClass::kGone;
+  ProcState proc = ProcState::kUnknown;
+  bool starved = false;
+  bool sustained_spin = false;
+  int64_t spin_since_ms = 0;  // start of the current run of spin samples
+  int64_t gone_since_ms = 0;  // start of the current run of gone samples
+  double last_power_w = std::numeric_limits<double>::quiet_NaN();
+  double last_power_frac = std::numeric_limits<double>::quiet_NaN();
+  std::optional<double> last_util_mem_pct;
+};
+
+// The view after one more classified sample of its GPU.
+void ApplySample(const SampleFeatures& f, GpuView* view);
+
+// The GPU counts in job decisions at now_ms: classified, in the job, and not silent for longer
+// than stale_s (or stale_intervals of its own spacing, whichever is longer).
+bool IsActiveInJob(const GpuView& v, int64_t now_ms, const TriageOptions& options);
+
+// The job's counts at now_ms over the active GPUs. A spin that is not sustained counts as busy:
+// a wait shorter than min_spin_s is an ordinary collective, not ranks stuck waiting.
+JobCounts CountJob(std::span<const GpuView> views, int64_t now_ms, const TriageOptions& options);
+
+// Who a hang candidate that starts at now_ms covers, and whom it blames.
+struct HangMembers {
+  std::vector<GpuKey> gpus;      // the active GPUs, in key order
+  std::vector<GpuKey> culprits;  // in key order; empty when telemetry names nobody
+};
+
+// Culprits, in order of preference: ranks whose process is gone; else (a hang candidate) the
+// ranks that started spinning last, when they did so more than culprit_margin_s after the first
+// (the others were already waiting on them); else (an over-long checkpoint wait) the quiet ranks.
+// `mode` is kHangCandidate or kCheckpointWait. Views may come in any order.
+HangMembers ChooseHangMembers(std::span<const GpuView> views, JobMode mode, int64_t now_ms,
+                              const TriageOptions& options);
+
+// Evidence gathered over a hang candidate's spin samples, for its reasons.
+struct HangEvidence {
+  double spin_power_min_w = 1e18;
+  double spin_power_max_w = -1e18;
+  double spin_frac_sum = 0;
+  int64_t spin_samples = 0;               // spin samples with power
+  double util_mem_max_pct = -1;           // < 0: memory utilization never logged
+  void Add(const GpuView& spinning_gpu);  // a GPU spinning at this evaluation
+};
+
+// The reasons of a hang confirmed after spin_s of spin over `gpus` GPUs: what the spinning GPUs
+// read, and who is to blame. gone: how many of them have no process any more; host_names by
+// GpuKey::host.
+std::vector<std::string> HangReasons(const HangEvidence& evidence, size_t gpus, size_t gone,
+                                     const std::vector<GpuKey>& culprits, double spin_s,
+                                     const Thresholds& thresholds,
+                                     const std::vector<std::string>& host_names);
+
+// The reason of a hang called because peers waited on quiet ranks for waited_s.
+std::string OverlongCheckpointReason(double waited_s);
+
+// "node0/GPU3", or "host0/GPU3" for a host without a name.
+std::string GpuName(GpuKey key, const std::vector<std::string>& host_names);
+
+}  // namespace ww::triage

@@ -1,0 +1,51 @@
+// TriageOptions: every threshold the triage engine decides by, in one place, with its unit in the
+// name. The per-sample thresholds of the classifier are `thresholds`; the rest are about time:
+// windows, debounces, how long a state must last to count. Defaults are the values the simulator
+// scenarios and the real traces were tuned on (tests/triage); change them only with those tests.
+// Plain value type; copy freely.
+#pragma once
+
+#include "triage/classifier.h"
+
+namespace ww::triage {
+
+struct TriageOptions {
+  Thresholds thresholds;
+  double hang_confirm_s = 45;      // spin with nobody working this long is a hang
+  double window_s = 12;            // centered window for burst/gap patterns
+  double min_run_s = 0.3;          // a burst or gap shorter than this is a blip
+  double min_spin_s = 1.0;         // a shorter spin is an ordinary collective
+  double debounce_s = 2;           // a hang candidate survives interruptions shorter than this
+  double max_gap_s = 10;           // a longer gap in a GPU's samples counts as no data
+  double stale_s = 5;              // a GPU silent this long is left out of job decisions
+  double max_checkpoint_s = 1800;  // peers spinning on a quiet rank longer than this: a hang
+  double culprit_margin_s = 1.5;   // ranks that started spinning this close to the last one
+  // Utilization is averaged over +-this around a sample to tell "no kernels" from "some": a saving
+  // rank's copy kernels make single 100 ms readings of 10-30 %, which alone would read as work.
+  double util_smoothing_half_s = 0.5;
+  // The centered window reaches at least this many sample intervals to each side, so a coarse
+  // log (1 s samples) still has enough samples in it to see bursts and gaps.
+  double min_half_window_intervals = 2.5;
+  // A GPU counts as stale after at least this many sample intervals without a sample (stale_s is
+  // too short for a coarse log: one late row would drop the GPU from the job).
+  double stale_intervals = 3;
+  // Sample spacing is tracked as an EWMA with this weight for the newest gap, each gap capped at
+  // max_interval_s: one long pause in a log (a restart) must not make the windows huge.
+  double interval_ewma_weight = 0.05;
+  double max_interval_s = 60;
+  // Every process of the job gone this long: the job is over, and a relaunch starts afresh (a
+  // quiet period before its first compute is start-up again, not a checkpoint).
+  double job_end_s = 5;
+  // A checkpoint that resumes within this of the previous one's end is the same checkpoint (a
+  // saving rank's bursts of copy kernels briefly look like work); an open one closes after this
+  // long without checkpoint evidence.
+  double checkpoint_merge_s = 3;
+  // A spin still unconfirmed when the input ends gets a note for the user from this long on;
+  // shorter ones are ordinary waits not worth a line.
+  double unconfirmed_spin_note_s = 5;
+  // false: the engine never confirms a hang by itself; the caller (the live watcher, which also
+  // has progress probes) calls ConfirmHangCandidate or DismissHangCandidate.
+  bool auto_confirm = true;
+};
+
+}  // namespace ww::triage
