@@ -49,7 +49,7 @@ std::optional<ParsedTime> ParseTimestamp(std::string_view s) {
   while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r'))
     s.remove_suffix(1);
   size_t i = 0;
-  int year, mon, day, hh, mm, ss;
+  int year = 0, mon = 0, day = 0, hh = 0, mm = 0, ss = 0;
   if (!ReadDigits(s, i, 4, year)) return std::nullopt;
   if (i >= s.size() || (s[i] != '/' && s[i] != '-')) return std::nullopt;
   const char date_sep = s[i++];

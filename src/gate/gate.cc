@@ -299,6 +299,8 @@ CheckResult CheckTokenRange(const JobSpec& spec, const CorpusSummary& corpus) {
   CheckResult r;
   r.name = "token_range";
   const auto vocab = spec.model ? spec.model->vocab_size : std::nullopt;
+  // Read through value_or: GCC 12 -O2 warns that vocab_ids "may be used uninitialized" otherwise.
+  const uint64_t vocab_ids = vocab.value_or(0);
   const dataset::TokenIdRange& ids = corpus.ids;
   r.details["ids_seen"] = ids.ids_seen;
   r.details["ids_sampled"] = !corpus.ids_complete;
@@ -307,18 +309,18 @@ CheckResult CheckTokenRange(const JobSpec& spec, const CorpusSummary& corpus) {
     r.details["max_id"] = ids.max_id;
   }
   if (corpus.dtype) r.details["storage_dtype"] = corpus.dtype->name;
-  if (vocab) r.details["vocab_size"] = *vocab;
+  if (vocab) r.details["vocab_size"] = vocab_ids;
   if (corpus.dtype && !corpus.dtype->is_integer) {
     r.status = CheckStatus::kFail;
     r.reason = fmt::format("token ids are stored as {}, not integers", corpus.dtype->name);
     return r;
   }
-  if (corpus.dtype && vocab && corpus.dtype->max_id() < *vocab - 1) {
+  if (corpus.dtype && vocab && corpus.dtype->max_id() < vocab_ids - 1) {
     r.status = CheckStatus::kFail;
     r.reason = fmt::format(
         "storage dtype {} holds ids up to {} but the vocabulary has {} ids: larger ids were "
         "wrapped when the data was written",
-        corpus.dtype->name, corpus.dtype->max_id(), *vocab);
+        corpus.dtype->name, corpus.dtype->max_id(), vocab_ids);
     return r;
   }
   if (ids.ids_seen && ids.min_id < 0) {
@@ -331,22 +333,22 @@ CheckResult CheckTokenRange(const JobSpec& spec, const CorpusSummary& corpus) {
     r.reason = "model.vocab_size not given";
     return r;
   }
-  if (ids.ids_seen && static_cast<uint64_t>(ids.max_id) >= *vocab) {
+  if (ids.ids_seen && static_cast<uint64_t>(ids.max_id) >= vocab_ids) {
     r.status = CheckStatus::kFail;
     r.reason = fmt::format(
         "token id {} is outside the model's vocabulary of {} (embedding lookup out of range)",
-        ids.max_id, *vocab);
+        ids.max_id, vocab_ids);
     return r;
   }
   r.status = CheckStatus::kPass;
   r.reason = ids.ids_seen
                  ? fmt::format("{} ids {} lie in 0..{}{}", ids.ids_seen,
-                               corpus.ids_complete ? "(all)" : "(sampled)", *vocab - 1,
+                               corpus.ids_complete ? "(all)" : "(sampled)", vocab_ids - 1,
                                corpus.dtype
                                    ? fmt::format("; {} storage is wide enough", corpus.dtype->name)
                                    : std::string())
                  : fmt::format("{} storage is wide enough for {} ids (no ids sampled)",
-                               corpus.dtype ? corpus.dtype->name : std::string("the"), *vocab);
+                               corpus.dtype ? corpus.dtype->name : std::string("the"), vocab_ids);
   return r;
 }
 
