@@ -1,5 +1,4 @@
 // `wattwatch record`: flags and signals only; the loop is src/telemetry/record/record_loop.h.
-#include <signal.h>
 
 #include <atomic>
 #include <cstdio>
@@ -9,15 +8,10 @@
 #include "commands.h"
 #include "core/clock.h"
 #include "core/exit_codes.h"
+#include "core/signals.h"
 #include "telemetry/record/record_loop.h"
 
 namespace ww::app {
-namespace {
-
-std::atomic<bool> g_stop{false};
-extern "C" void OnStopSignal(int) { g_stop.store(true); }
-
-}  // namespace
 
 void AddRecordCommand(CLI::App& app, int* exit_code) {
   auto opts = std::make_shared<record::RecordOptions>();
@@ -61,16 +55,13 @@ void AddRecordCommand(CLI::App& app, int* exit_code) {
                   "Host name in JSONL records (default: this host)");
 
   cmd->callback([opts, exit_code] {
-    struct sigaction sa {};
-    sa.sa_handler = OnStopSignal;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, nullptr);
-    sigaction(SIGTERM, &sa, nullptr);
+    // SIGINT/SIGTERM/SIGHUP stop the loop after the current tick, so the log ends on a whole row.
+    StopSignals signals;
 
     auto note = [](const std::string& line) {
       std::fprintf(stderr, "wattwatch record: %s\n", line.c_str());
     };
-    auto summary = record::Record(*opts, *SystemClock(), &g_stop, note);
+    auto summary = record::Record(*opts, *SystemClock(), signals.pending(), note);
     if (!summary.ok()) {
       note(summary.status().message());
       *exit_code = kExitBadInput;

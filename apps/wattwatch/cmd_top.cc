@@ -1,35 +1,22 @@
 // `wattwatch top`: flags and signals only; the loop and the view are src/report/top_view.h.
-#include <signal.h>
-
 #include <atomic>
 #include <iostream>
 
 #include "commands.h"
 #include "core/clock.h"
 #include "core/exit_codes.h"
+#include "core/signals.h"
 #include "report/top_view.h"
 
 namespace ww::app {
 namespace {
 
-std::atomic<bool> g_top_stop{false};
-extern "C" void OnTopSignal(int) { g_top_stop.store(true); }
-
 int RunTopCommand(const report::TopOptions& options) {
-  struct sigaction sa {};
-  sa.sa_handler = OnTopSignal;
-  sigemptyset(&sa.sa_mask);
-  struct sigaction old_int {
-  }, old_term{}, old_hup{};
-  sigaction(SIGINT, &sa, &old_int);
-  sigaction(SIGTERM, &sa, &old_term);
-  sigaction(SIGHUP, &sa, &old_hup);
+  // SIGINT/SIGTERM/SIGHUP end the view cleanly (terminal restored); the old handlers come back.
+  StopSignals signals;
   report::TopOptions o = options;
-  o.run.stop = &g_top_stop;
+  o.run.stop = signals.pending();
   Status st = report::RunTopOn(o, *SystemClock());
-  sigaction(SIGINT, &old_int, nullptr);
-  sigaction(SIGTERM, &old_term, nullptr);
-  sigaction(SIGHUP, &old_hup, nullptr);
   if (!st.ok()) {
     std::cerr << "wattwatch top: " << st.message() << "\n";
     return kExitBadInput;

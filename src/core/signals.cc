@@ -9,7 +9,8 @@ std::atomic<int> g_pending_signal{0};
 std::atomic<bool> g_installed{false};
 static_assert(std::atomic<int>::is_always_lock_free, "the handler must not take a lock");
 
-extern "C" void OnStopSignal(int sig) { g_pending_signal.store(sig); }
+// Internal linkage (no extern "C"): a C-linkage name in an anonymous namespace is still global.
+void OnStopSignal(int sig) { g_pending_signal.store(sig); }
 
 }  // namespace
 

@@ -137,7 +137,7 @@ Status RunTop(TelemetrySource& source, Clock& clock, const TopRunOptions& o) {
   // Waits for keys until the monotonic deadline (or just polls when it has passed).
   auto handle_keys = [&](int64_t deadline_ns) {
     for (;;) {
-      if (o.stop && o.stop->load()) {
+      if (o.stop && o.stop->load() != 0) {
         quit = true;
         return;
       }

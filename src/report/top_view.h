@@ -92,7 +92,7 @@ struct TopRunOptions {
   std::string source_label;
   int in_fd = 0;
   int out_fd = 1;
-  const std::atomic<bool>* stop = nullptr;  // set by a signal handler: leave and restore
+  const std::atomic<int>* stop = nullptr;  // set by a signal handler: leave and restore
 };
 
 // Runs until the user quits or *stop is set. The source's error is returned after the terminal

@@ -5,6 +5,7 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <signal.h>
 
 #include <atomic>
 #include <fstream>
@@ -116,10 +117,10 @@ TEST_F(RecordLoopTest, AStallSkipsTheTicksItOverranAndCountsThem) {
 }
 
 TEST_F(RecordLoopTest, TheStopFlagEndsTheLoopWithinASlice) {
-  std::atomic<bool> stop{false};
+  std::atomic<int> stop{0};
   // A 1 s interval is waited for in 100 ms slices; stop is raised at 1250 ms.
   ScriptedClock clock([&](int, ManualClock& c) {
-    if (c.NowMonotonicNs() >= 1250 * kMs) stop = true;
+    if (c.NowMonotonicNs() >= 1250 * kMs) stop = SIGTERM;
   });
   options_.interval_ms = 1000;
   options_.duration_s = 0;  // until stopped
@@ -130,7 +131,7 @@ TEST_F(RecordLoopTest, TheStopFlagEndsTheLoopWithinASlice) {
 }
 
 TEST_F(RecordLoopTest, AStopBeforeTheFirstTickWritesOnlyTheHeader) {
-  std::atomic<bool> stop{true};
+  std::atomic<int> stop{SIGTERM};
   ScriptedClock clock(nullptr);
   auto summary = record::Record(options_, clock, &stop, note_);
   ASSERT_TRUE(summary.ok()) << summary.status().message();

@@ -43,7 +43,7 @@ Result<uint64_t> ParseSizeBytes(std::string_view text) {
 }
 
 Result<RecordSummary> RunRecordLoop(nvml::NvmlSource& source, RecordWriter& writer, Clock& clock,
-                                    const RecordOptions& options, const std::atomic<bool>* stop,
+                                    const RecordOptions& options, const std::atomic<int>* stop,
                                     const RecordNote& note) {
   constexpr int64_t kStopCheckNs = 100'000'000;  // Ctrl-C stops within 100 ms
   Pacer pacer = Pacer::Live(clock, options.interval_ms);
@@ -53,7 +53,7 @@ Result<RecordSummary> RunRecordLoop(nvml::NvmlSource& source, RecordWriter& writ
           ? start_ns + static_cast<int64_t>(
                            std::min(options.duration_s * 1e9, static_cast<double>(INT64_MAX / 2)))
           : INT64_MAX;
-  auto stopped = [stop] { return stop != nullptr && stop->load(); };
+  auto stopped = [stop] { return stop != nullptr && stop->load() != 0; };
   RecordSummary summary;
   std::vector<GpuSample> samples;
   std::vector<GpuInfo> infos;
@@ -79,7 +79,7 @@ Result<RecordSummary> RunRecordLoop(nvml::NvmlSource& source, RecordWriter& writ
 }
 
 Result<RecordSummary> Record(const RecordOptions& options, Clock& clock,
-                             const std::atomic<bool>* stop, const RecordNote& note) {
+                             const std::atomic<int>* stop, const RecordNote& note) {
   RecordWriterOptions wo = options.writer;
   if (!options.max_size.empty()) {
     auto size = ParseSizeBytes(options.max_size);

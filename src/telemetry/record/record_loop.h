@@ -48,12 +48,12 @@ Result<uint64_t> ParseSizeBytes(std::string_view text);
 // Opens NVML and the log and runs the loop. kUnavailable when NVML, its driver or a GPU is missing;
 // kInvalidInput for a bad --max-size; kIoError for an unwritable log.
 Result<RecordSummary> Record(const RecordOptions& options, Clock& clock,
-                             const std::atomic<bool>* stop, const RecordNote& note);
+                             const std::atomic<int>* stop, const RecordNote& note);
 
 // The loop alone, on an open source and writer: the first tick at once, then one per interval
 // until duration_s (the last tick is the one before it) or *stop (seen within 100 ms).
 Result<RecordSummary> RunRecordLoop(nvml::NvmlSource& source, RecordWriter& writer, Clock& clock,
-                                    const RecordOptions& options, const std::atomic<bool>* stop,
+                                    const RecordOptions& options, const std::atomic<int>* stop,
                                     const RecordNote& note);
 
 }  // namespace ww::record
