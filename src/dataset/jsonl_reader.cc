@@ -10,6 +10,7 @@
 
 #include "dataset/reader_common.h"
 #include "dataset/sample_length_reader.h"
+#include "tokenizer/jsonl_text.h"
 
 namespace ww::dataset {
 namespace {
@@ -202,6 +203,13 @@ class JsonlReader final : public SampleLengthReader {
     const bool ok =
         nlohmann::json::sax_parse(line.begin(), line.end(), handler_.get(),
                                   nlohmann::json::input_format_t::json, /*strict=*/true);
+    if (text_ && (!ok || !handler_->error().empty())) {
+      // Strict JSON refuses a lone surrogate escape ("\ud800"), which Python's json and the
+      // tokenizers the training runs read as U+FFFD; `wattwatch tokenize` repairs it the same way,
+      // so the gate counts what training will count instead of refusing the corpus.
+      auto repaired = ExtractJsonlText(line, options_.field);
+      if (repaired.ok()) return EncodeText(*repaired);
+    }
     if (!ok || !handler_->error().empty()) {
       return Status::InvalidInput(
           fmt::format("{}:{}: {}", file_->path(), line_no_,
@@ -217,7 +225,11 @@ class JsonlReader final : public SampleLengthReader {
       }
       return static_cast<uint32_t>(handler_->count());
     }
-    Status st = options_.tokenizer->Encode(handler_->text_value(), &ids_);
+    return EncodeText(handler_->text_value());
+  }
+
+  Result<uint32_t> EncodeText(const std::string& text) {
+    Status st = options_.tokenizer->Encode(text, &ids_);
     if (!st.ok()) {
       return Status::InvalidInput(
           fmt::format("{}:{}: tokenizer: {}", file_->path(), line_no_, st.message()));

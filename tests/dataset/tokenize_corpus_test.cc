@@ -59,7 +59,8 @@ TEST(TokenizeCorpus, CountsFromStandardInputAsTableAndJson) {
   std::istringstream ids_in("{\"text\": \"abab\"}\n");
   std::ostringstream ids_out;
   ASSERT_TRUE(TokenizeCorpus(o, ids_in, ids_out).ok());
-  EXPECT_EQ(std::count(ids_out.str().begin(), ids_out.str().end(), ','), 1) << ids_out.str();
+  const std::string ids_text = ids_out.str();  // one string: str() returns a new copy each call
+  EXPECT_EQ(std::count(ids_text.begin(), ids_text.end(), ','), 1) << ids_text;
 
   std::istringstream bad("{\"text\": 5}\n");
   std::ostringstream bad_out;
