@@ -362,7 +362,10 @@ CheckResult CheckPadEos(const JobSpec& spec, const TokenizerFacts* tok) {
   if (tok->pad_id) r.details["pad_id"] = *tok->pad_id;
   r.details["eos_source"] = tok->eos_source;
   r.details["pad_source"] = tok->pad_source;
-  const auto vocab = spec.model ? spec.model->vocab_size : std::nullopt;
+  // A bool and a number, not an optional copy: GCC 12 -O2 reports a false maybe-uninitialized
+  // on a copied std::optional here.
+  const bool have_vocab = spec.model && spec.model->vocab_size.has_value();
+  const uint64_t vocab_ids = have_vocab ? *spec.model->vocab_size : 0;
   if (!tok->eos_id) {
     r.status = CheckStatus::kFail;
     r.reason = tok->eos_token
@@ -371,9 +374,10 @@ CheckResult CheckPadEos(const JobSpec& spec, const TokenizerFacts* tok) {
     return r;
   }
   for (auto [what, id] : {std::pair{"eos", tok->eos_id}, std::pair{"pad", tok->pad_id}}) {
-    if (id && vocab && *id >= *vocab) {
+    if (id && have_vocab && *id >= vocab_ids) {
       r.status = CheckStatus::kFail;
-      r.reason = fmt::format("{} id {} is outside the model's vocabulary of {}", what, *id, *vocab);
+      r.reason =
+          fmt::format("{} id {} is outside the model's vocabulary of {}", what, *id, vocab_ids);
       return r;
     }
   }
