@@ -11,6 +11,7 @@
 #include <unordered_map>
 
 #include "core/timefmt.h"
+#include "telemetry/ingest/text.h"
 #include "telemetry/replay/line_reader.h"
 
 namespace ww {
@@ -52,40 +53,9 @@ struct Column {
 };
 
 // Text taken from a log (GPU names, uuids, values quoted in warnings, file names) ends up in the
-// JSON report, which must be valid UTF-8 (nlohmann::json throws on dump otherwise): a byte that
-// does not start a well-formed UTF-8 sequence becomes U+FFFD. Valid text passes unchanged.
-std::string ValidUtf8(std::string_view s) {
-  std::string out;
-  out.reserve(s.size());
-  size_t i = 0;
-  while (i < s.size()) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    const size_t len = c < 0x80           ? 1
-                       : (c >> 5) == 0x6  ? 2
-                       : (c >> 4) == 0xE  ? 3
-                       : (c >> 3) == 0x1E ? 4
-                                          : 0;
-    bool ok = len > 0 && i + len <= s.size();
-    uint32_t cp = len == 1 ? c : len == 2 ? (c & 0x1Fu) : len == 3 ? (c & 0x0Fu) : (c & 0x07u);
-    for (size_t k = 1; ok && k < len; ++k) {
-      const auto b = static_cast<unsigned char>(s[i + k]);
-      ok = (b & 0xC0) == 0x80;
-      cp = (cp << 6) | (b & 0x3Fu);
-    }
-    // No overlong forms, no surrogates, nothing above U+10FFFF.
-    if (ok && len == 2) ok = cp >= 0x80;
-    if (ok && len == 3) ok = cp >= 0x800 && (cp < 0xD800 || cp > 0xDFFF);
-    if (ok && len == 4) ok = cp >= 0x10000 && cp <= 0x10FFFF;
-    if (ok) {
-      out.append(s.substr(i, len));
-      i += len;
-    } else {
-      out += "\xEF\xBF\xBD";
-      ++i;
-    }
-  }
-  return out;
-}
+// Names and uuids go into the JSON report, which must be valid UTF-8: ingest::ValidUtf8 turns a
+// byte that does not start a well-formed sequence into U+FFFD (one definition for every reader).
+using ingest::ValidUtf8;
 
 std::string_view Trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
