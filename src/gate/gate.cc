@@ -3,12 +3,14 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <filesystem>
 #include <set>
 
 #include "core/format.h"
 #include "dataset/tokenizer_counter.h"
+#include "tokenizer/json_scan.h"
 
 namespace ww::gate {
 namespace {
@@ -639,44 +641,16 @@ CheckResult CheckPageCache(const JobSpec& spec, const PageCacheFacts& f) {
 Result<TokenizerFacts> ReadTokenizerFacts(Env* env, const std::string& path) {
   auto text = env->ReadFileToString(path, uint64_t{256} << 20);
   if (!text.ok()) return text.status();
-  auto j = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
+  // The gate reads this file on every run: model.vocab (most of a 33 MB Gemma-3 file) is decoded
+  // by the tokenizer's scanner, and only the small rest of the document is DOM-parsed.
+  auto big = tokjson::SplitBigMembers(*text, path);
+  if (!big.ok()) return big.status();
+  auto j = nlohmann::json::parse(big->rest, nullptr, /*allow_exceptions=*/false);
   if (!j.is_object())
     return Status::InvalidInput(fmt::format("{}: not a tokenizer.json (not a JSON object)", path));
   TokenizerFacts facts;
   facts.path = path;
-  std::map<std::string, uint64_t> ids;
-  uint64_t max_id_plus_one = 0;
-  auto note = [&](const std::string& token, uint64_t id) {
-    ids.emplace(token, id);
-    max_id_plus_one = std::max(max_id_plus_one, id + 1);
-  };
-  std::vector<std::string> added;
-  if (auto it = j.find("added_tokens"); it != j.end() && it->is_array()) {
-    for (const auto& t : *it) {
-      if (t.is_object() && t.contains("content") && t["content"].is_string() && t.contains("id") &&
-          t["id"].is_number_unsigned()) {
-        note(t["content"].get<std::string>(), t["id"].get<uint64_t>());
-        added.push_back(t["content"].get<std::string>());
-      }
-    }
-  }
-  if (auto m = j.find("model"); m != j.end() && m->is_object()) {
-    if (auto v = m->find("vocab"); v != m->end()) {
-      if (v->is_object()) {
-        for (const auto& [tok, id] : v->items()) {
-          if (id.is_number_unsigned()) note(tok, id.get<uint64_t>());
-        }
-      } else if (v->is_array()) {  // Unigram: [[piece, score], ...], id = position
-        for (size_t i = 0; i < v->size(); ++i) {
-          if ((*v)[i].is_array() && !(*v)[i].empty() && (*v)[i][0].is_string())
-            note((*v)[i][0].get<std::string>(), i);
-        }
-      }
-    }
-  }
-  if (max_id_plus_one == 0)
-    return Status::InvalidInput(fmt::format("{}: no vocabulary (model.vocab) found", path));
-  facts.vocab_size = max_id_plus_one;
+
   // tokenizer_config.json names the special tokens; without it, guess from common spellings.
   const std::string config_path =
       (std::filesystem::path(path).parent_path() / "tokenizer_config.json").string();
@@ -702,23 +676,70 @@ Result<TokenizerFacts> ReadTokenizerFacts(Env* env, const std::string& path) {
       }
     }
   }
-  auto guess = [&](std::initializer_list<const char*> names) -> std::optional<std::string> {
-    for (const char* n : names) {
-      if (ids.count(n)) return std::string(n);
+  static constexpr std::array<std::string_view, 6> kEosGuesses = {
+      "<|endoftext|>", "</s>", "<|end_of_text|>", "<eos>", "<|im_end|>", "[SEP]"};
+  static constexpr std::array<std::string_view, 4> kPadGuesses = {"<pad>", "<|pad|>", "[PAD]",
+                                                                  "<|finetune_right_pad_id|>"};
+  // Only the ids of the tokens the checks may name are kept, not the whole vocabulary. The
+  // first id seen for a token wins (added tokens before the model's vocabulary), as before.
+  std::map<std::string, uint64_t, std::less<>> wanted;
+  auto want = [&](std::string_view name) { wanted.emplace(std::string(name), UINT64_MAX); };
+  if (facts.eos_token) want(*facts.eos_token);
+  if (facts.pad_token) want(*facts.pad_token);
+  for (auto n : kEosGuesses) want(n);
+  for (auto n : kPadGuesses) want(n);
+  uint64_t max_id_plus_one = 0;
+  auto note = [&](std::string_view token, uint64_t id) {
+    if (auto it = wanted.find(token); it != wanted.end() && it->second == UINT64_MAX)
+      it->second = id;
+    max_id_plus_one = std::max(max_id_plus_one, id + 1);
+  };
+  if (auto it = j.find("added_tokens"); it != j.end() && it->is_array()) {
+    for (const auto& t : *it) {
+      if (t.is_object() && t.contains("content") && t["content"].is_string() && t.contains("id") &&
+          t["id"].is_number_unsigned()) {
+        note(t["content"].get_ref<const std::string&>(), t["id"].get<uint64_t>());
+      }
+    }
+  }
+  if (!big->vocab.empty()) {
+    Status st = tokjson::ParseVocab(big->vocab, path,
+                                    [&](const std::string& tok, uint64_t id) { note(tok, id); });
+    if (!st.ok()) return st;
+  } else if (auto m = j.find("model"); m != j.end() && m->is_object()) {
+    // Unigram: [[piece, score], ...], id = position (an array the scanner leaves in the rest).
+    if (auto v = m->find("vocab"); v != m->end() && v->is_array()) {
+      for (size_t i = 0; i < v->size(); ++i) {
+        if ((*v)[i].is_array() && !(*v)[i].empty() && (*v)[i][0].is_string())
+          note((*v)[i][0].get_ref<const std::string&>(), i);
+      }
+    }
+  }
+  if (max_id_plus_one == 0)
+    return Status::InvalidInput(fmt::format("{}: no vocabulary (model.vocab) found", path));
+  facts.vocab_size = max_id_plus_one;
+  auto known = [&](std::string_view name) {
+    auto it = wanted.find(name);
+    return it != wanted.end() && it->second != UINT64_MAX;
+  };
+  auto guess = [&](auto names) -> std::optional<std::string> {
+    for (auto n : names) {
+      if (known(n)) return std::string(n);
     }
     return std::nullopt;
   };
   if (!facts.eos_token) {
-    facts.eos_token =
-        guess({"<|endoftext|>", "</s>", "<|end_of_text|>", "<eos>", "<|im_end|>", "[SEP]"});
+    facts.eos_token = guess(kEosGuesses);
     facts.eos_source = "guessed from tokenizer.json";
   }
   if (!facts.pad_token) {
-    facts.pad_token = guess({"<pad>", "<|pad|>", "[PAD]", "<|finetune_right_pad_id|>"});
+    facts.pad_token = guess(kPadGuesses);
     facts.pad_source = "guessed from tokenizer.json";
   }
-  if (facts.eos_token && ids.count(*facts.eos_token)) facts.eos_id = ids[*facts.eos_token];
-  if (facts.pad_token && ids.count(*facts.pad_token)) facts.pad_id = ids[*facts.pad_token];
+  if (facts.eos_token && known(*facts.eos_token))
+    facts.eos_id = wanted.find(*facts.eos_token)->second;
+  if (facts.pad_token && known(*facts.pad_token))
+    facts.pad_id = wanted.find(*facts.pad_token)->second;
   return facts;
 }
 

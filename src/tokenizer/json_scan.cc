@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <cstring>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "tokenizer/utf8.h"
@@ -12,8 +14,8 @@ namespace {
 
 class Scanner {
  public:
-  Scanner(std::string_view text, const std::string& source, size_t base)
-      : s_(text), source_(source), base_(base) {}
+  Scanner(std::string_view text, std::string source, size_t base)
+      : s_(text), source_(std::move(source)), base_(base) {}
 
   size_t pos() const { return pos_; }
   bool AtEnd() const { return pos_ >= s_.size(); }
@@ -202,7 +204,7 @@ class Scanner {
   }
 
   std::string_view s_;
-  const std::string& source_;
+  std::string source_;  // owned: callers pass temporaries ("FILE (model.vocab)")
   size_t base_;
   size_t pos_ = 0;
 };

@@ -207,6 +207,45 @@ TEST(Checks, ReadTokenizerFactsFromJsonAndConfig) {
   EXPECT_EQ(facts->eos_source, "tokenizer_config.json");
 }
 
+// The vocabulary is decoded by the tokenizer's scanner, not a DOM parse: special tokens that live
+// only in model.vocab (SentencePiece files) are still found, a config token that names a vocab
+// entry gets its id, a Unigram array vocabulary counts by position, and a vocab entry that is not
+// a non-negative integer is an error naming the file.
+TEST(Checks, ReadTokenizerFactsFromVocabOnly) {
+  MemEnv env;
+  env.AddFile("/s/tokenizer.json",
+              R"({"model": {"type": "BPE", "merges": [["a", "b"]], "vocab": {"<pad>": 0,
+      "</s>": 2, "<s>": 1, "ab": 9}}, "added_tokens": []})");
+  auto facts = ReadTokenizerFacts(&env, "/s/tokenizer.json");
+  ASSERT_TRUE(facts.ok()) << facts.status().message();
+  EXPECT_EQ(facts->vocab_size, 10u);
+  EXPECT_EQ(facts->eos_token, "</s>");
+  EXPECT_EQ(facts->eos_id, 2u);
+  EXPECT_EQ(facts->pad_id, 0u);
+  env.AddFile("/s/tokenizer_config.json", R"({"eos_token": "<s>", "pad_token": "<none>"})");
+  facts = ReadTokenizerFacts(&env, "/s/tokenizer.json");
+  ASSERT_TRUE(facts.ok());
+  EXPECT_EQ(facts->eos_id, 1u);
+  EXPECT_EQ(facts->pad_token, "<none>");
+  EXPECT_FALSE(facts->pad_id);  // named by the config, absent from the vocabulary
+
+  env.AddFile(
+      "/u/tokenizer.json",
+      R"({"model": {"type": "Unigram", "vocab": [["<unk>", 0.0], ["</s>", 0.0], ["x", -1.5]]}})");
+  facts = ReadTokenizerFacts(&env, "/u/tokenizer.json");
+  ASSERT_TRUE(facts.ok()) << facts.status().message();
+  EXPECT_EQ(facts->vocab_size, 3u);
+  EXPECT_EQ(facts->eos_id, 1u);
+
+  env.AddFile("/b/tokenizer.json", R"({"model": {"type": "BPE", "vocab": {"a": "zero"}}})");
+  facts = ReadTokenizerFacts(&env, "/b/tokenizer.json");
+  ASSERT_FALSE(facts.ok());
+  EXPECT_NE(facts.status().message().find("/b/tokenizer.json"), std::string::npos)
+      << facts.status().message();
+  env.AddFile("/e/tokenizer.json", R"({"model": {"type": "BPE", "vocab": {}}})");
+  EXPECT_FALSE(ReadTokenizerFacts(&env, "/e/tokenizer.json").ok());
+}
+
 TEST(Checks, CkptSpace) {
   JobSpec spec = BaseSpec();
   EXPECT_EQ(CheckCkptSpace(spec, uint64_t{1} << 40).status,

@@ -13,22 +13,23 @@ namespace {
 using ::testing::HasSubstr;
 using ::ww::testing::Qwen3;
 
-const std::string kFffd = "\xEF\xBF\xBD";
+const std::string kReplacementChar = "\xEF\xBF\xBD";
 
 TEST(ExtractJsonlText, ReadsTheFieldAndRepairsInvalidText) {
   EXPECT_EQ(*ExtractJsonlText(R"({"text": "a\nb", "n": 1})", "text"), "a\nb");
   EXPECT_EQ(*ExtractJsonlText(R"({"content": "x"})", "content"), "x");
   // A valid pair stays an emoji; lone halves become U+FFFD, like JavaScript's TextEncoder.
   EXPECT_EQ(*ExtractJsonlText(R"({"text": "\ud83d\ude00"})", "text"), "\xF0\x9F\x98\x80");
-  EXPECT_EQ(*ExtractJsonlText(R"({"text": "a\udc80b"})", "text"), "a" + kFffd + "b");
-  EXPECT_EQ(*ExtractJsonlText(R"({"text": "\ud800"})", "text"), kFffd);
-  EXPECT_EQ(*ExtractJsonlText(R"({"text": "\ude00\ud83d"})", "text"), kFffd + kFffd);
+  EXPECT_EQ(*ExtractJsonlText(R"({"text": "a\udc80b"})", "text"), "a" + kReplacementChar + "b");
+  EXPECT_EQ(*ExtractJsonlText(R"({"text": "\ud800"})", "text"), kReplacementChar);
+  EXPECT_EQ(*ExtractJsonlText(R"({"text": "\ude00\ud83d"})", "text"),
+            kReplacementChar + kReplacementChar);
   EXPECT_EQ(*ExtractJsonlText(R"({"text": "\ud83d\ud83d\ude00"})", "text"),
-            kFffd + "\xF0\x9F\x98\x80");
+            kReplacementChar + "\xF0\x9F\x98\x80");
   // An escaped backslash followed by "udc80" is text, not an escape.
   EXPECT_EQ(*ExtractJsonlText(R"({"text": "\\udc80"})", "text"), "\\udc80");
   // Raw invalid bytes in a string: one U+FFFD per maximal subpart.
-  EXPECT_EQ(*ExtractJsonlText("{\"text\": \"caf\xE9\"}", "text"), "caf" + kFffd);
+  EXPECT_EQ(*ExtractJsonlText("{\"text\": \"caf\xE9\"}", "text"), "caf" + kReplacementChar);
 }
 
 TEST(ExtractJsonlText, BadLinesSayWhatIsWrong) {
