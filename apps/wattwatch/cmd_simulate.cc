@@ -74,7 +74,7 @@ Formats (--format; triage reads each back, the format recognized from the conten
                      wattwatch simulate starvation --interval-ms 15000 --format wandb --out run.csv
   smi-table        the default nvidia-smi table in a loop (whole seconds):
                      wattwatch simulate checkpoint-all --interval-ms 1000 --format smi-table --out job.out
-  custom-csv       a home-made logger: ts,gpu_id,power_w,util_pct,mem_used_mib,temp_c:
+  custom-csv       a home-made logger: ts,gpu_id,power_w,power_limit_w,util_pct,...
                      wattwatch simulate healthy --interval-ms 1000 --format custom-csv --out gpu.csv
 
 Exit codes: 0 written; 2 bad scenario, model or path.)");

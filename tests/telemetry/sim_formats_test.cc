@@ -354,6 +354,9 @@ TEST(SimFormats, OpenMetricsIsBackfilledByPromtool) {
   auto made = testing::RunCapture("promtool tsdb create-blocks-from openmetrics " + w->paths[0] +
                                   " " + tsdb);
   ASSERT_EQ(made.exit_code, 0) << made.output;
+  // promtool 2.42's dump opens the TSDB read-only and wants a WAL directory, empty after a
+  // backfill.
+  std::filesystem::create_directories(tsdb + "/wal");
   auto dump = testing::RunCapture("promtool tsdb dump " + tsdb, false);
   ASSERT_EQ(dump.exit_code, 0) << dump.output;
   auto count = [](const std::string& text, const std::string& what) {

@@ -15,7 +15,8 @@ namespace {
 // ---------------------------------------------------------------- dcgmi dmon
 
 // dcgmi dmon's columns for the fields the simulator has, by DCGM field id:
-// 155 POWER, 203 GPUTL, 204 MCUTL, 252 FBUSD, 250 FBTTL, 150 TMPTR, 100 SMCLK, 101 MMCLK.
+// 155 POWER, 160 PMLMT (the power limit, which calibrates the power range when, as here, the log
+// names no GPU model), 203 GPUTL, 204 MCUTL, 252 FBUSD, 250 FBTTL, 150 TMPTR, 100 SMCLK, 101 MMCLK.
 // Units as dcgmi prints them on its second header line (only some fields have one).
 struct DmonColumn {
   const char* name;
@@ -26,6 +27,7 @@ struct DmonColumn {
 };
 const DmonColumn kDmonColumns[] = {
     {"POWER", "W", &GpuSample::power_w, 12, 3},
+    {"PMLMT", "W", &GpuSample::power_limit_w, 12, 3},
     {"GPUTL", "", &GpuSample::util_gpu_pct, 12, 0},
     {"MCUTL", "", &GpuSample::util_mem_pct, 12, 0},
     {"FBUSD", "", &GpuSample::mem_used_mib, 12, 0},

@@ -27,13 +27,13 @@ namespace ww::write {
 
 enum class OutputFormat {
   kNvidiaSmiCsv,    // nvidia-smi --query-gpu=... --format=csv -lms N
-  kDcgmiDmon,       // dcgmi dmon -e 155,203,204,252,250,150,100,101 -d N
+  kDcgmiDmon,       // dcgmi dmon -e 155,160,203,204,252,250,150,100,101 -d N
   kDcgmExporter,    // while sleep N; do curl -s node:9400/metrics; done, with scrape times
   kPrometheusJson,  // curl .../api/v1/query_range?query={__name__=~"DCGM_FI_.*"}...
   kOpenMetrics,     // input of promtool tsdb create-blocks-from openmetrics
   kWandb,           // W&B run system metrics exported as CSV
   kSmiTable,        // nvidia-smi -l N (the default table) in a job's .out
-  kCustomCsv,       // ts,gpu_id,power_w,util_pct,mem_used_mib (a home-made script)
+  kCustomCsv,       // ts,gpu_id,power_w,power_limit_w,util_pct,mem_used_mib (a home-made script)
 };
 
 // "nvidia-smi", "dcgmi-dmon", "dcgm-exporter", "prometheus-json", "openmetrics", "wandb",

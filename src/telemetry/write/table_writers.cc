@@ -148,6 +148,7 @@ class SmiTableWriter final : public SampleWriter {
     gmtime_r(&t, &tm);
     char date[64];
     std::strftime(date, sizeof(date), "%a %b %e %H:%M:%S %Y", &tm);
+    text_ += date;
     text_ += kSmiBanner;
     std::string name = ctx_.model_name;
     if (name.size() > 28) name = name.substr(0, 25) + "...";
@@ -186,7 +187,8 @@ class SmiTableWriter final : public SampleWriter {
     text_ += kSmiProcessesHeader;
     bool any = false;
     for (const GpuSample& s : samples) {
-      if (!s.mem_used_mib || *s.mem_used_mib <= 0) continue;
+      // A CUDA context alone holds ~500 MiB; below 100 MiB the driver's own is all there is.
+      if (!s.mem_used_mib || *s.mem_used_mib < 100) continue;
       any = true;
       const std::string mem = fmt::format("{:.0f}MiB", *s.mem_used_mib);
       fmt::format_to(std::back_inserter(text_), "|{}|\n",
@@ -227,11 +229,12 @@ class SmiTableWriter final : public SampleWriter {
 
 // What people's own loggers write (a pynvml loop with csv.writer): epoch seconds from
 // time.time(), one row per GPU per sample, their own column names with units in them, an empty
-// cell for a reading that failed.
+// cell for a reading that failed. The power limit (nvmlDeviceGetEnforcedPowerLimit) is logged:
+// without it or a GPU name, triage calibrates the power range from what it saw.
 class CustomCsvWriter final : public SampleWriter {
  public:
   explicit CustomCsvWriter(std::FILE* out) : out_(out) {
-    ok_ &= WriteAll(out_, "ts,gpu_id,power_w,util_pct,mem_used_mib,temp_c\n");
+    ok_ &= WriteAll(out_, "ts,gpu_id,power_w,power_limit_w,util_pct,mem_used_mib,temp_c\n");
   }
 
   void WriteTick(const std::vector<GpuSample>& samples) override {
@@ -239,7 +242,8 @@ class CustomCsvWriter final : public SampleWriter {
     for (const GpuSample& s : samples) {
       fmt::format_to(std::back_inserter(line_), "{}.{:03},{}", s.timestamp_ms / 1000,
                      s.timestamp_ms % 1000, s.key.gpu);
-      for (const auto* v : {&s.power_w, &s.util_gpu_pct, &s.mem_used_mib, &s.temperature_c}) {
+      for (const auto* v :
+           {&s.power_w, &s.power_limit_w, &s.util_gpu_pct, &s.mem_used_mib, &s.temperature_c}) {
         line_ += ',';
         if (*v) fmt::format_to(std::back_inserter(line_), "{}", **v);
       }
