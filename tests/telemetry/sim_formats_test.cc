@@ -19,6 +19,7 @@
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "report/triage_report.h"
 #include "support/support.h"
@@ -276,6 +277,7 @@ void CheckFormat(OutputFormat format, const std::vector<int64_t>& intervals_ms,
                  ReadBy read_by = ReadBy::kFiles) {
   const auto t0 = std::chrono::steady_clock::now();
   const bool synthetic_times = format == OutputFormat::kDcgmiDmon;
+  std::string read_with;
   for (int64_t interval_ms : intervals_ms) {
     double worst = 0;
     int hangs = 0;
@@ -289,7 +291,17 @@ void CheckFormat(OutputFormat format, const std::vector<int64_t>& intervals_ms,
       auto w = Simulate(scenario, interval_ms, format, dir.path(), interleave);
       ASSERT_TRUE(w.ok()) << w.status().message();
       Result<Verdict> got = Status::Internal("unread");
-      if (read_by == ReadBy::kFiles) {
+      // A saved query_range response is a file input once wattwatch reads it (branch prom);
+      // until then its series go through the test's decoder, and the line below says which.
+      ReadBy how = read_by;
+      if (how == ReadBy::kQueryRange) {
+        auto detected = DetectInputFormat(w->paths[0], {});
+        if (detected.ok() && std::string_view(InputFormatName(*detected)) == "prometheus-json") {
+          how = ReadBy::kFiles;
+        }
+      }
+      read_with = how == ReadBy::kFiles ? "wattwatch's reader" : "the test's DCGM decoder";
+      if (how == ReadBy::kFiles) {
         got = TriageFiles(w->paths, synthetic_times ? interval_ms : 0);
       } else {
         ASSERT_EQ(w->paths.size(), 1u);
@@ -299,7 +311,7 @@ void CheckFormat(OutputFormat format, const std::vector<int64_t>& intervals_ms,
         got = TriageSource(**source);
       }
       ASSERT_TRUE(got.ok()) << got.status().message();
-      if (read_by == ReadBy::kFiles) {
+      if (how == ReadBy::kFiles) {
         // Recognized from the content, not taken for some other format.
         for (const std::string& f : got->formats) {
           EXPECT_EQ(f, write::OutputFormatName(format)) << got->inputs;
@@ -309,9 +321,10 @@ void CheckFormat(OutputFormat format, const std::vector<int64_t>& intervals_ms,
       hangs += static_cast<int>(want.hangs.size());
     }
     std::cout << fmt::format(
-        "[ format ] {} at {} ms: {} scenarios, {} hangs, largest share "
-        "difference {:.4f}\n",
-        write::OutputFormatName(format), interval_ms, sim::ScenarioNames().size(), hangs, worst);
+        "[ format ] {} at {} ms: {} scenarios, {} hangs, largest share difference {:.4f}, read "
+        "by {}\n",
+        write::OutputFormatName(format), interval_ms, sim::ScenarioNames().size(), hangs, worst,
+        read_with);
   }
   std::cout << fmt::format(
       "[ format ] {}: {:.1f} s\n", write::OutputFormatName(format),
@@ -340,6 +353,36 @@ TEST(SimFormats, WandbSameVerdictsAsCsv) { CheckFormat(OutputFormat::kWandb, {10
 TEST(SimFormats, SmiTableSameVerdictsAsCsv) { CheckFormat(OutputFormat::kSmiTable, {1000}); }
 
 TEST(SimFormats, CustomCsvSameVerdictsAsCsv) { CheckFormat(OutputFormat::kCustomCsv, {1000}); }
+
+TEST(SimFormats, BadFormatIntervalAndPathsAreClearErrors) {
+  auto bad = write::ParseOutputFormat("prometheus");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("prometheus-json, openmetrics"), std::string::npos);
+  testing::TempDir dir;
+  auto table = Simulate("healthy", 500, OutputFormat::kSmiTable, dir.path());
+  ASSERT_FALSE(table.ok());
+  EXPECT_NE(table.status().message().find("--interval-ms 500 is not whole seconds"),
+            std::string::npos);
+  sim::ScenarioOptions o;
+  o.interval_ms = 15000;
+  auto config = sim::MakeScenario("multi-host", o);
+  ASSERT_TRUE(config.ok());
+  sim::WriteOptions w;
+  w.format = OutputFormat::kPrometheusJson;
+  w.out_paths = {dir / "a.json", dir / "b.json"};
+  auto two = sim::WriteScenario(*config, w);
+  ASSERT_FALSE(two.ok());
+  EXPECT_NE(two.status().message().find("every host into one file"), std::string::npos);
+  w.out_paths = {dir / "job.json"};
+  auto one = sim::WriteScenario(*config, w);
+  ASSERT_TRUE(one.ok()) << one.status().message();
+  // Both hosts' series are in the one response, with the labels a Prometheus scrape adds.
+  const auto j = nlohmann::json::parse(testing::ReadFile(dir / "job.json"));
+  std::set<std::string> instances;
+  for (const auto& r : j["data"]["result"]) instances.insert(r["metric"]["instance"]);
+  EXPECT_EQ(instances, (std::set<std::string>{"node0:9400", "node1:9400"}));
+  EXPECT_EQ(j["data"]["result"][0]["metric"]["job"], "dcgm-exporter");
+}
 
 // promtool accepts the OpenMetrics file and backfills every sample of it into a TSDB.
 TEST(SimFormats, OpenMetricsIsBackfilledByPromtool) {
