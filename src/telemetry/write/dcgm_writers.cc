@@ -124,10 +124,9 @@ const MetricDef kMetrics[] = {
      &GpuSample::nvlink_rx_bytes_per_s, Value::kFloat},
 };
 constexpr size_t kNumMetrics = sizeof(kMetrics) / sizeof(kMetrics[0]);
-constexpr size_t kFbFree = 6;
 
 std::optional<double> MetricValue(size_t i, const GpuSample& s) {
-  if (i == kFbFree) {
+  if (kMetrics[i].member == nullptr) {  // FB_FREE
     if (!s.mem_used_mib || !s.mem_total_mib) return std::nullopt;
     return std::max(0.0, *s.mem_total_mib - *s.mem_used_mib);
   }
