@@ -12,9 +12,16 @@ struct SimulateFlags {
   std::string scenario;
   sim::ScenarioOptions options;
   sim::WriteOptions write;
+  std::string format = "nvidia-smi";
 };
 
-int RunSimulate(const SimulateFlags& f) {
+int RunSimulate(SimulateFlags f) {
+  auto format = write::ParseOutputFormat(f.format);
+  if (!format.ok()) {
+    std::cerr << "wattwatch simulate: " << format.status().message() << "\n";
+    return kExitBadInput;
+  }
+  f.write.format = *format;
   auto config = sim::MakeScenario(f.scenario, f.options);
   if (!config.ok()) {
     std::cerr << "wattwatch simulate: " << config.status().message() << "\n";
@@ -53,6 +60,23 @@ Examples:
   wattwatch simulate hang-exit --model a100 --interval-ms 1000 --out gpu.csv
   wattwatch simulate healthy --model "NVIDIA RTX PRO 6000:600:30" --out gpu.csv
 
+Formats (--format; triage reads each back, the format recognized from the content):
+  nvidia-smi       (default) nvidia-smi --query-gpu=... --format=csv, one file per host
+  dcgmi-dmon       dcgmi dmon text, no timestamps (triage it with the same --interval-ms):
+                     wattwatch simulate hang-spin --interval-ms 1000 --format dcgmi-dmon --out gpu.dmon
+  dcgm-exporter    one /metrics scrape per interval, stamped with the scrape time:
+                     wattwatch simulate hang-exit --interval-ms 30000 --format dcgm-exporter --out gpu.prom
+  prometheus-json  a saved /api/v1/query_range response, every host in one file:
+                     wattwatch simulate multi-host --interval-ms 15000 --format prometheus-json --out incident.json
+  openmetrics      input of promtool tsdb create-blocks-from openmetrics, every host in one file:
+                     wattwatch simulate field-report --interval-ms 15000 --format openmetrics --out job.om
+  wandb            W&B system metrics CSV export (W&B samples every ~15 s):
+                     wattwatch simulate starvation --interval-ms 15000 --format wandb --out run.csv
+  smi-table        the default nvidia-smi table in a loop (whole seconds):
+                     wattwatch simulate checkpoint-all --interval-ms 1000 --format smi-table --out job.out
+  custom-csv       a home-made logger: ts,gpu_id,power_w,power_limit_w,util_pct,...
+                     wattwatch simulate healthy --interval-ms 1000 --format custom-csv --out gpu.csv
+
 Exit codes: 0 written; 2 bad scenario, model or path.)");
   cmd->add_option("scenario", flags->scenario, "scenario name")->required();
   cmd->add_option("--out", flags->write.out_paths, "log file per host, in host order");
@@ -60,6 +84,8 @@ Exit codes: 0 written; 2 bad scenario, model or path.)");
   cmd->add_option("--truth", flags->write.truth_csv, "ground truth: host,timestamp,gpu,state");
   cmd->add_option("--truth-json", flags->write.truth_json,
                   "ground-truth hang episodes, culprits and communication share");
+  cmd->add_option("--format", flags->format,
+                  "output format: " + write::OutputFormatNames() + " (default nvidia-smi)");
   cmd->add_flag("--minimal-columns", flags->write.minimal_columns,
                 "log only timestamp, power.draw, utilization.gpu, memory.used (no index)");
   cmd->add_option("--model", flags->options.model,

@@ -30,6 +30,7 @@ Column MapTag(std::string_view tag, bool has_gputl) {
   };
   static const std::unordered_map<std::string, Def> kTags = {
       {"POWER", {&GpuSample::power_w, 1, 0, 5000}},
+      {"PMLMT", {&GpuSample::power_limit_w, 1, 0, 5000}},
       {"GPUTL", {&GpuSample::util_gpu_pct, 1, 0, 100}},
       {"MCUTL", {&GpuSample::util_mem_pct, 1, 0, 100}},
       {"FBUSD", {&GpuSample::mem_used_mib, 1, 0, 16.0 * 1024 * 1024}},

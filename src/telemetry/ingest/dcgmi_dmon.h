@@ -8,6 +8,7 @@
 // or ISO 8601, e.g. piped through `ts '%s'`) use it instead.
 //
 // Fields read (DCGM field id, short name -> GpuSample): 155 POWER -> power_w (W),
+// 160 PMLMT (power management limit) -> power_limit_w (W),
 // 156 TOTEC -> energy_mj (mJ), 203 GPUTL -> util_gpu_pct, 204 MCUTL -> util_mem_pct,
 // 252 FBUSD -> mem_used_mib, 250 FBTTL -> mem_total_mib, 150 TMPTR -> temperature_c,
 // 100 SMCLK -> sm_clock_mhz, 101 MMCLK -> mem_clock_mhz, 1002 SMACT -> sm_activity_ratio,

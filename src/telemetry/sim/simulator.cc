@@ -470,13 +470,17 @@ std::unique_ptr<TelemetrySource> MakeSimSource(ScenarioConfig config) {
 #include <nlohmann/json.hpp>
 
 #include "core/timefmt.h"
-#include "telemetry/replay/nvsmi_writer.h"
 
 namespace ww::sim {
 
 Result<std::vector<std::string>> WriteScenario(const ScenarioConfig& config,
                                                const WriteOptions& options) {
   Simulator sim(config);
+  if (Status st = write::CheckOutputInterval(options.format, config.interval_ms); !st.ok()) {
+    return st;
+  }
+  const bool job_wide = write::OutputFormatIsJobWide(options.format);
+  const std::string ext = write::OutputFormatExtension(options.format);
   std::vector<std::string> paths = options.out_paths;
   if (paths.empty()) {
     if (options.out_dir.empty()) return Status::InvalidInput("give --out or --out-dir");
@@ -485,13 +489,20 @@ Result<std::vector<std::string>> WriteScenario(const ScenarioConfig& config,
     if (ec) {
       return Status::IoError(fmt::format("{}: cannot create: {}", options.out_dir, ec.message()));
     }
-    for (const auto& h : sim.host_names()) paths.push_back(options.out_dir + "/" + h + ".csv");
+    if (job_wide) {
+      paths.push_back(options.out_dir + "/" + config.name + ext);
+    } else {
+      for (const auto& h : sim.host_names()) paths.push_back(options.out_dir + "/" + h + ext);
+    }
   }
-  if (paths.size() != sim.host_names().size()) {
+  const size_t want = job_wide ? 1 : sim.host_names().size();
+  if (paths.size() != want) {
     return Status::InvalidInput(
-        fmt::format("scenario '{}' has {} hosts: give {} --out files or "
-                    "--out-dir",
-                    config.name, sim.host_names().size(), sim.host_names().size()));
+        job_wide ? fmt::format("--format {} writes every host into one file: give one --out "
+                               "file or --out-dir",
+                               write::OutputFormatName(options.format))
+                 : fmt::format("scenario '{}' has {} hosts: give {} --out files or --out-dir",
+                               config.name, want, want));
   }
   std::vector<std::FILE*> files;
   auto close_all = [&] {
@@ -514,19 +525,24 @@ Result<std::vector<std::string>> WriteScenario(const ScenarioConfig& config,
     }
     std::fputs("host,timestamp,gpu,state\n", truth);
   }
-  const auto columns = options.minimal_columns ? NvsmiColumns::kMinimal : NvsmiColumns::kFull;
-  std::vector<NvsmiCsvWriter> writers;
-  for (std::FILE* f : files) {
-    writers.emplace_back(f, columns);
-    writers.back().WriteHeader();
-  }
+  write::WriterContext context;
+  context.hosts = sim.host_names();
+  context.model_name = config.model.name;
+  context.start_unix_ms = config.start_unix_ms;
+  context.interval_ms = config.interval_ms;
+  context.uuid = [&sim](GpuKey key) { return sim.GpuUuid(key); };
+  context.interleave_job_lines = options.interleave_job_lines;
+  context.nvsmi_minimal_columns = options.minimal_columns;
+  std::vector<std::unique_ptr<write::SampleWriter>> writers;
+  for (std::FILE* f : files) writers.push_back(write::MakeSampleWriter(options.format, f, context));
   std::vector<GpuSample> samples;
+  std::vector<std::vector<GpuSample>> by_host(job_wide ? 1 : sim.host_names().size());
   std::vector<TruthLabel> labels;
   std::string line;
   while (sim.NextTick(&samples, &labels)) {
-    for (const GpuSample& s : samples) {
-      writers[s.key.host].WriteRow(s, config.model.name, sim.GpuUuid(s.key));
-    }
+    for (auto& h : by_host) h.clear();
+    for (const GpuSample& s : samples) by_host[job_wide ? 0 : s.key.host].push_back(s);
+    for (size_t h = 0; h < writers.size(); ++h) writers[h]->WriteTick(by_host[h]);
     if (truth) {
       for (const TruthLabel& l : labels) {
         line.clear();
@@ -540,8 +556,17 @@ Result<std::vector<std::string>> WriteScenario(const ScenarioConfig& config,
     samples.clear();
     labels.clear();
   }
+  Status written = Status::Ok();
+  for (size_t h = 0; h < writers.size(); ++h) {
+    Status st = writers[h]->Finish();
+    if (st.ok() && std::ferror(files[h])) st = Status::IoError("write failed");
+    if (!st.ok() && written.ok()) {
+      written = Status::IoError(fmt::format("{}: {}", paths[h], st.message()));
+    }
+  }
   close_all();
   if (truth) std::fclose(truth);
+  if (!written.ok()) return written;
   if (!options.truth_json.empty()) {
     nlohmann::json hangs = nlohmann::json::array();
     for (const TruthHang& h : sim.truth_hangs()) {

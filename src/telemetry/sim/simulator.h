@@ -19,6 +19,7 @@
 #include "core/state.h"
 #include "core/status.h"
 #include "telemetry/source.h"
+#include "telemetry/write/sample_writers.h"
 
 namespace ww::sim {
 
@@ -150,14 +151,19 @@ std::unique_ptr<TelemetrySource> MakeSimSource(ScenarioConfig config);
 namespace ww::sim {
 
 struct WriteOptions {
-  std::vector<std::string> out_paths;  // one per host, or empty with out_dir
-  std::string out_dir;                 // writes DIR/<host>.csv
-  std::string truth_csv;               // host,timestamp,gpu,state
-  std::string truth_json;              // hang episodes with culprits, communication share
-  bool minimal_columns = false;        // timestamp, power.draw, utilization.gpu, memory.used
+  write::OutputFormat format = write::OutputFormat::kNvidiaSmiCsv;
+  // One per host (one for the whole job in a job-wide format: prometheus-json, openmetrics),
+  // or empty with out_dir.
+  std::vector<std::string> out_paths;
+  std::string out_dir;     // writes DIR/<host><ext> (DIR/<scenario><ext> for a job-wide format)
+  std::string truth_csv;   // host,timestamp,gpu,state
+  std::string truth_json;  // hang episodes with culprits, communication share
+  bool minimal_columns = false;       // timestamp, power.draw, utilization.gpu, memory.used
+  bool interleave_job_lines = false;  // smi-table: a training script's lines between tables
 };
 
-// Runs the scenario to its end and writes the logs and the truth files. Returns the log paths.
+// Runs the scenario to its end and writes the logs in options.format, and the truth files.
+// Returns the log paths.
 Result<std::vector<std::string>> WriteScenario(const ScenarioConfig& config,
                                                const WriteOptions& options);
 

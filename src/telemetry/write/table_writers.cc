@@ -1,0 +1,343 @@
+// Row-per-instant formats: nvidia-smi CSV, W&B system metrics CSV, the default nvidia-smi table
+// in a loop, a home-made script's CSV; and the format names and factory.
+#include <fmt/format.h>
+
+#include <ctime>
+
+#include "telemetry/replay/nvsmi_writer.h"
+#include "telemetry/write/sample_writers.h"
+
+namespace ww::write {
+
+// In dcgm_writers.cc: the DCGM and Prometheus formats (nullptr for the others).
+std::unique_ptr<SampleWriter> MakeDcgmWriter(OutputFormat format, std::FILE* out,
+                                             const WriterContext& context);
+
+namespace {
+
+int64_t TickMs(const std::vector<GpuSample>& samples) {
+  int64_t at_ms = samples.front().timestamp_ms;
+  for (const GpuSample& s : samples) at_ms = std::min(at_ms, s.timestamp_ms);
+  return at_ms;
+}
+
+bool WriteAll(std::FILE* out, const std::string& text) {
+  return std::fwrite(text.data(), 1, text.size(), out) == text.size();
+}
+
+// ---------------------------------------------------------------- nvidia-smi CSV
+
+class NvsmiCsvSampleWriter final : public SampleWriter {
+ public:
+  NvsmiCsvSampleWriter(std::FILE* out, const WriterContext& ctx, NvsmiColumns columns)
+      : writer_(out, columns), ctx_(ctx) {
+    writer_.WriteHeader();
+  }
+  void WriteTick(const std::vector<GpuSample>& samples) override {
+    for (const GpuSample& s : samples) writer_.WriteRow(s, ctx_.model_name, ctx_.uuid(s.key));
+  }
+  Status Finish() override { return Status::Ok(); }
+
+ private:
+  NvsmiCsvWriter writer_;
+  WriterContext ctx_;
+};
+
+// ---------------------------------------------------------------- W&B
+
+// A run's system metrics as the W&B UI and `run.history(stream="system").to_csv(index=False)`
+// export them: `_runtime` (s since the run started), `_timestamp` (epoch s), then per GPU
+// system.gpu.N.{gpu, memory, memoryAllocated, memoryAllocatedBytes, powerWatts, powerPercent,
+// temp, smClock, memoryClock}; one row per sampling instant, an empty cell for a missing value.
+class WandbCsvWriter final : public SampleWriter {
+ public:
+  WandbCsvWriter(std::FILE* out, const WriterContext& ctx) : out_(out), ctx_(ctx) {}
+
+  void WriteTick(const std::vector<GpuSample>& samples) override {
+    if (samples.empty()) return;
+    if (!header_written_) {
+      std::string head = "_runtime,_timestamp";
+      for (const GpuSample& s : samples) {
+        for (const char* f : {"gpu", "memory", "memoryAllocated", "memoryAllocatedBytes",
+                              "powerWatts", "powerPercent", "temp", "smClock", "memoryClock"}) {
+          fmt::format_to(std::back_inserter(head), ",system.gpu.{}.{}", s.key.gpu, f);
+        }
+      }
+      head += '\n';
+      ok_ &= WriteAll(out_, head);
+      header_written_ = true;
+    }
+    const int64_t at_ms = TickMs(samples);
+    line_ = fmt::format("{},{}", static_cast<double>(at_ms - ctx_.start_unix_ms) / 1000.0,
+                        static_cast<double>(at_ms) / 1000.0);
+    auto cell = [&](std::optional<double> v) {
+      line_ += ',';
+      if (v) fmt::format_to(std::back_inserter(line_), "{}", *v);
+    };
+    for (const GpuSample& s : samples) {
+      cell(s.util_gpu_pct);
+      cell(s.util_mem_pct);
+      std::optional<double> allocated_pct, bytes, power_pct;
+      if (s.mem_used_mib && s.mem_total_mib && *s.mem_total_mib > 0) {
+        allocated_pct = 100.0 * *s.mem_used_mib / *s.mem_total_mib;
+      }
+      if (s.mem_used_mib) bytes = *s.mem_used_mib * 1048576.0;
+      if (s.power_w && s.power_limit_w && *s.power_limit_w > 0) {
+        power_pct = 100.0 * *s.power_w / *s.power_limit_w;
+      }
+      cell(allocated_pct);
+      cell(bytes);
+      cell(s.power_w);
+      cell(power_pct);
+      cell(s.temperature_c);
+      cell(s.sm_clock_mhz);
+      cell(s.mem_clock_mhz);
+    }
+    line_ += '\n';
+    ok_ &= WriteAll(out_, line_);
+  }
+  Status Finish() override { return ok_ ? Status::Ok() : Status::IoError("short write"); }
+
+ private:
+  std::FILE* out_;
+  WriterContext ctx_;
+  bool header_written_ = false;
+  bool ok_ = true;
+  std::string line_;
+};
+
+// ---------------------------------------------------------------- nvidia-smi table
+
+// Driver 550's banner and column header, and the processes table's header (as printed).
+constexpr const char* kSmiBanner = R"(       
++-----------------------------------------------------------------------------------------+
+| NVIDIA-SMI 550.127.05             Driver Version: 550.127.05     CUDA Version: 12.4     |
+|-----------------------------------------+------------------------+----------------------+
+| GPU  Name                 Persistence-M | Bus-Id          Disp.A | Volatile Uncorr. ECC |
+| Fan  Temp   Perf          Pwr:Usage/Cap |           Memory-Usage | GPU-Util  Compute M. |
+|                                         |                        |               MIG M. |
+|=========================================+========================+======================|
+)";
+constexpr const char* kSmiProcessesHeader =
+    R"(                                                                                         
++-----------------------------------------------------------------------------------------+
+| Processes:                                                                              |
+|  GPU   GI   CI        PID   Type   Process name                              GPU Memory |
+|        ID   ID                                                               Usage      |
+|=========================================================================================|
+)";
+
+// The default `nvidia-smi` output of driver 550 (the wide layout), as `nvidia-smi -l N` prints
+// it: the date line (ctime, UTC here), the banner, one three-row block per GPU, the processes
+// table. Cell widths are the driver's: 41, 24 and 22 characters between the `|`.
+class SmiTableWriter final : public SampleWriter {
+ public:
+  SmiTableWriter(std::FILE* out, const WriterContext& ctx) : out_(out), ctx_(ctx) {}
+
+  void WriteTick(const std::vector<GpuSample>& samples) override {
+    if (samples.empty()) return;
+    const int64_t at_ms = TickMs(samples);
+    text_.clear();
+    if (ctx_.interleave_job_lines) {
+      // What a training script prints between the tables in the same .out.
+      fmt::format_to(std::back_inserter(text_), "[rank0] iteration {:>6} | elapsed {:.1f} s\n",
+                     tables_, static_cast<double>(at_ms - ctx_.start_unix_ms) / 1000.0);
+    }
+    const std::time_t t = static_cast<std::time_t>(at_ms / 1000);
+    std::tm tm{};
+    gmtime_r(&t, &tm);
+    char date[64];
+    std::strftime(date, sizeof(date), "%a %b %e %H:%M:%S %Y", &tm);
+    text_ += date;
+    text_ += kSmiBanner;
+    std::string name = ctx_.model_name;
+    if (name.size() > 28) name = name.substr(0, 25) + "...";
+    for (const GpuSample& s : samples) {
+      text_ += '|';
+      text_ += Cell(fmt::format("{:>4}  {}", s.key.gpu, name), "On  ", 41);
+      text_ += '|';
+      text_ += Cell("", SimulatedPciBusId(s.key.gpu) + " Off ", 24);
+      text_ += '|';
+      text_ += Cell("", "0 ", 22);
+      text_ += "|\n|";
+      const std::string temp = s.temperature_c ? fmt::format("{:.0f}C", *s.temperature_c) : "N/A";
+      const std::string perf = s.pstate ? fmt::format("P{}", *s.pstate) : "N/A";
+      const std::string power = s.power_w ? fmt::format("{:.0f}W", *s.power_w) : "N/A";
+      const std::string cap = s.power_limit_w ? fmt::format("{:.0f}W", *s.power_limit_w) : "N/A";
+      text_ += Cell(fmt::format(" N/A  {:>4}    {:<4}", temp, perf),
+                    fmt::format("{:>5} / {:>5} ", power, cap), 41);
+      text_ += '|';
+      const std::string used = s.mem_used_mib ? fmt::format("{:.0f}MiB", *s.mem_used_mib) : "N/A";
+      const std::string total =
+          s.mem_total_mib ? fmt::format("{:.0f}MiB", *s.mem_total_mib) : "N/A";
+      text_ += Cell("", fmt::format("{:>9} / {:>9} ", used, total), 24);
+      text_ += '|';
+      const std::string util = s.util_gpu_pct ? fmt::format("{:.0f}%", *s.util_gpu_pct) : "N/A";
+      text_ += Cell("", fmt::format("{:>4}      Default ", util), 22);
+      text_ += "|\n|";
+      text_ += Cell("", "", 41);
+      text_ += '|';
+      text_ += Cell("", "", 24);
+      text_ += '|';
+      text_ += Cell("", "Disabled ", 22);
+      text_ +=
+          "|\n+-----------------------------------------+------------------------+----------------"
+          "------+\n";
+    }
+    text_ += kSmiProcessesHeader;
+    bool any = false;
+    for (const GpuSample& s : samples) {
+      // A CUDA context alone holds ~500 MiB; below 100 MiB the driver's own is all there is.
+      if (!s.mem_used_mib || *s.mem_used_mib < 100) continue;
+      any = true;
+      const std::string mem = fmt::format("{:.0f}MiB", *s.mem_used_mib);
+      fmt::format_to(std::back_inserter(text_), "|{}|\n",
+                     Cell(fmt::format("  {:>3}   N/A  N/A  {:>9}      C   python", s.key.gpu,
+                                      2100000 + s.key.host * 100 + s.key.gpu),
+                          mem + " ", 89));
+    }
+    if (!any) {
+      text_ += Cell("|  No running processes found", "|", 91);
+      text_ += '\n';
+    }
+    text_ +=
+        "+-----------------------------------------------------------------------------------------"
+        "+"
+        "\n";
+    ok_ &= WriteAll(out_, text_);
+    ++tables_;
+  }
+  Status Finish() override { return ok_ ? Status::Ok() : Status::IoError("short write"); }
+
+ private:
+  // left-aligned text, then right-aligned text, in a cell of `width` characters.
+  static std::string Cell(const std::string& left, const std::string& right, size_t width) {
+    std::string out = left;
+    if (out.size() + right.size() < width) out.append(width - out.size() - right.size(), ' ');
+    out += right;
+    return out;
+  }
+
+  std::FILE* out_;
+  WriterContext ctx_;
+  std::string text_;
+  int64_t tables_ = 0;
+  bool ok_ = true;
+};
+
+// ---------------------------------------------------------------- a home-made script's CSV
+
+// What people's own loggers write (a pynvml loop with csv.writer): epoch seconds from
+// time.time(), one row per GPU per sample, their own column names with units in them, an empty
+// cell for a reading that failed. The power limit (nvmlDeviceGetEnforcedPowerLimit) is logged:
+// without it or a GPU name, triage calibrates the power range from what it saw.
+class CustomCsvWriter final : public SampleWriter {
+ public:
+  explicit CustomCsvWriter(std::FILE* out) : out_(out) {
+    ok_ &= WriteAll(out_, "ts,gpu_id,power_w,power_limit_w,util_pct,mem_used_mib,temp_c\n");
+  }
+
+  void WriteTick(const std::vector<GpuSample>& samples) override {
+    line_.clear();
+    for (const GpuSample& s : samples) {
+      fmt::format_to(std::back_inserter(line_), "{}.{:03},{}", s.timestamp_ms / 1000,
+                     s.timestamp_ms % 1000, s.key.gpu);
+      for (const auto* v :
+           {&s.power_w, &s.power_limit_w, &s.util_gpu_pct, &s.mem_used_mib, &s.temperature_c}) {
+        line_ += ',';
+        if (*v) fmt::format_to(std::back_inserter(line_), "{}", **v);
+      }
+      line_ += '\n';
+    }
+    ok_ &= WriteAll(out_, line_);
+  }
+  Status Finish() override { return ok_ ? Status::Ok() : Status::IoError("short write"); }
+
+ private:
+  std::FILE* out_;
+  std::string line_;
+  bool ok_ = true;
+};
+
+struct FormatName {
+  OutputFormat format;
+  const char* name;
+  const char* extension;
+};
+const FormatName kFormats[] = {
+    {OutputFormat::kNvidiaSmiCsv, "nvidia-smi", ".csv"},
+    {OutputFormat::kDcgmiDmon, "dcgmi-dmon", ".dmon"},
+    {OutputFormat::kDcgmExporter, "dcgm-exporter", ".prom"},
+    {OutputFormat::kPrometheusJson, "prometheus-json", ".json"},
+    {OutputFormat::kOpenMetrics, "openmetrics", ".om"},
+    {OutputFormat::kWandb, "wandb", ".csv"},
+    {OutputFormat::kSmiTable, "smi-table", ".txt"},
+    {OutputFormat::kCustomCsv, "custom-csv", ".csv"},
+};
+
+}  // namespace
+
+Result<OutputFormat> ParseOutputFormat(std::string_view name) {
+  for (const FormatName& f : kFormats) {
+    if (name == f.name) return f.format;
+  }
+  return Status::InvalidInput(
+      fmt::format("--format {}: unknown; formats: {}", name, OutputFormatNames()));
+}
+
+const char* OutputFormatName(OutputFormat f) {
+  for (const FormatName& n : kFormats) {
+    if (n.format == f) return n.name;
+  }
+  return "?";
+}
+
+const char* OutputFormatExtension(OutputFormat f) {
+  for (const FormatName& n : kFormats) {
+    if (n.format == f) return n.extension;
+  }
+  return "";
+}
+
+std::string OutputFormatNames() {
+  std::string out;
+  for (const FormatName& f : kFormats) {
+    if (!out.empty()) out += ", ";
+    out += f.name;
+  }
+  return out;
+}
+
+bool OutputFormatIsJobWide(OutputFormat f) {
+  return f == OutputFormat::kPrometheusJson || f == OutputFormat::kOpenMetrics;
+}
+
+Status CheckOutputInterval(OutputFormat f, int64_t interval_ms) {
+  if (f == OutputFormat::kSmiTable && interval_ms % 1000 != 0) {
+    return Status::InvalidInput(fmt::format(
+        "--format smi-table: --interval-ms {} is not whole seconds (the table's date line has "
+        "1 s resolution; nvidia-smi -l takes seconds)",
+        interval_ms));
+  }
+  return Status::Ok();
+}
+
+std::unique_ptr<SampleWriter> MakeSampleWriter(OutputFormat format, std::FILE* out,
+                                               const WriterContext& context) {
+  switch (format) {
+    case OutputFormat::kNvidiaSmiCsv:
+      return std::make_unique<NvsmiCsvSampleWriter>(
+          out, context,
+          context.nvsmi_minimal_columns ? NvsmiColumns::kMinimal : NvsmiColumns::kFull);
+    case OutputFormat::kWandb:
+      return std::make_unique<WandbCsvWriter>(out, context);
+    case OutputFormat::kSmiTable:
+      return std::make_unique<SmiTableWriter>(out, context);
+    case OutputFormat::kCustomCsv:
+      return std::make_unique<CustomCsvWriter>(out);
+    default:
+      return MakeDcgmWriter(format, out, context);
+  }
+}
+
+}  // namespace ww::write
