@@ -19,14 +19,14 @@ run() {  # FILE ARGS... -> seconds
 }
 ref_s=$(run "$DATA/nvsmi.csv")
 ref_b=$(stat -c %s "$DATA/nvsmi.csv")
-printf "%-12s %8s %8s %9s %s\n" format MB seconds "MB/s" "vs CSV reader"
-awk -v b="$ref_b" -v s="$ref_s" 'BEGIN { printf "%-12s %8.0f %8.2f %9.1f %s\n", "nvidia-smi", b/1e6, s, b/1e6/s, "1.00x" }'
+printf "%-16s %8s %8s %9s %s\n" format MB seconds "MB/s" "vs CSV reader"
+awk -v b="$ref_b" -v s="$ref_s" 'BEGIN { printf "%-16s %8.0f %8.2f %9.1f %s\n", "nvidia-smi", b/1e6, s, b/1e6/s, "1.00x" }'
 for spec in "dcgmi-dmon dcgmi.dmon --interval-ms 100" "dcgm-exporter dcgm.prom --interval-ms 100" \
-            "wandb wandb.jsonl" "custom-csv custom.csv"; do
+            "wandb wandb.jsonl" "custom-csv custom.csv" "prometheus-json prom.json"; do
   set -- $spec
   name=$1; file=$DATA/$2; shift 2
   s=$(run "$file" "$@")
   b=$(stat -c %s "$file")
   awk -v n="$name" -v b="$b" -v s="$s" -v rb="$ref_b" -v rs="$ref_s" \
-    'BEGIN { printf "%-12s %8.0f %8.2f %9.1f %.2fx\n", n, b/1e6, s, b/1e6/s, (b/s)/(rb/rs) }'
+    'BEGIN { printf "%-16s %8.0f %8.2f %9.1f %.2fx\n", n, b/1e6, s, b/1e6/s, (b/s)/(rb/rs) }'
 done
