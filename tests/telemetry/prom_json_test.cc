@@ -202,7 +202,7 @@ TEST(PromJson, MalformedPointsAndSeriesAreDocumentedSkips) {
   EXPECT_EQ(r.samples[2].power_w, 300);
   EXPECT_FALSE(r.samples[3].power_w.has_value());
   EXPECT_FALSE(r.samples[4].power_w.has_value());
-  EXPECT_THAT(r.warnings, HasSubstr("server warning (partial data?) (1 times)"));
+  EXPECT_THAT(r.warnings, HasSubstr("server warning (partial data?) (1 time)"));
   EXPECT_THAT(r.warnings, HasSubstr("partially out of retention"));
   EXPECT_THAT(r.warnings, HasSubstr("out-of-order points sorted"));
   EXPECT_THAT(r.warnings, HasSubstr("duplicate timestamp skipped"));
@@ -467,6 +467,7 @@ TEST(PromClient, RealHttpHeadersTokenFileAndUnreachable) {
 // `--source dcgm-exporter:URL`: a real cpp-httplib exporter stand-in on 127.0.0.1:0.
 TEST(DcgmExporterLive, ScrapesDecodesAndGoesStaleWhenTheExporterStops) {
   httplib::Server server;
+  server.set_keep_alive_max_count(1);  // stop() returns at once, not after keep-alive
   int scrapes = 0;
   server.Get("/metrics", [&](const httplib::Request&, httplib::Response& res) {
     ++scrapes;

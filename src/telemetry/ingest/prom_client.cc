@@ -135,7 +135,12 @@ Result<int64_t> RawSpacingMs(PromHttp& http, const std::string& inner, int64_t a
     if (!d.empty()) medians.push_back(Percentile(d, 0.5));
   }
   if (medians.empty()) return int64_t{0};
-  return std::max<int64_t>(1, std::llround(Percentile(medians, 0.5)));
+  // Scrape timestamps jitter by a few ms (1001, 998, ...); a step of 1001 ms would drift a
+  // second in every 1,000 and read some samples twice. Intervals are configured in round
+  // numbers: to 10 ms from 100 ms up.
+  const double median = Percentile(medians, 0.5);
+  const int64_t step = median >= 100 ? std::llround(median / 10) * 10 : std::llround(median);
+  return std::max<int64_t>(1, step);
 }
 
 Status NoSeriesError(PromHttp& http, const PromRangeQuery& q, const std::string& query) {

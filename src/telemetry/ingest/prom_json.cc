@@ -253,6 +253,12 @@ Status PromJsonDecoder::AddDocument(std::string_view doc, const std::string& whe
       s.host = host;
       s.line_prefix = prefix;
       s.name = name.substr(8);
+      auto gpu = metric->find("gpu");
+      if (gpu != metric->end() && gpu->is_string() && !metric->contains("GPU_I_ID")) {
+        s.short_prefix = name + "{gpu=\"";
+        AppendEscaped(&s.short_prefix, gpu->get<std::string>());
+        s.short_prefix += "\"} ";
+      }
       series_.push_back(std::move(s));
     }
     Series& s = series_[sit->second];
@@ -374,12 +380,14 @@ Result<std::unique_ptr<TelemetrySource>> PromJsonDecoder::Finish(const std::stri
     for (size_t e = 0; e < events.size();) {
       const int64_t ts = events[e].ts_ms;
       for (; e < events.size() && events[e].ts_ms == ts; ++e) {
-        const Series& s = series_[events[e].series];
-        line.assign(s.line_prefix);
+        Series& s = series_[events[e].series];
+        line.assign(s.primed && !s.short_prefix.empty() ? s.short_prefix : s.line_prefix);
         AppendValue(&line, s.points[events[e].point].value);
         std::string why;
         switch (decoder.Line(line, &why)) {
           case DcgmScrapeDecoder::LineResult::kRead:
+            s.primed = true;  // its full labels resolved to a GPU: the short block may follow
+            break;
           case DcgmScrapeDecoder::LineResult::kIgnored:
           case DcgmScrapeDecoder::LineResult::kNewTimestamp:
             break;

@@ -67,6 +67,11 @@ class PromJsonDecoder {
   struct Series {
     std::string host;
     std::string line_prefix;  // `NAME{labels} ` as dcgm-exporter would print it
+    // `NAME{gpu="N"} `: once the decoder has seen the full labels, the rest of the series'
+    // points resolve to the same GPU through this short block (the label scan is most of the
+    // decode time). Empty when the series needs its full labels each time (no gpu, MIG).
+    std::string short_prefix;
+    bool primed = false;
     std::string name;
     std::vector<Point> points;
     bool unsorted = false;
