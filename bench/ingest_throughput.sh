@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Reader throughput of every format wattwatch reads against its nvidia-smi CSV reader, in the
-# same run, on one core: `wattwatch triage` over the same telemetry (8 GPUs at 100 ms) written
+# same run, on one core (CPU seconds): `wattwatch triage` over the same telemetry (8 GPUs at 100 ms) written
 # in each format by bench/make_format_logs.py. Whole-command time (reader + engine), so each
 # reader is at least as fast as printed. Reports MB/s and the ratio to the CSV reader.
 #
@@ -14,8 +14,9 @@ DATA=build/bench-data/formats
 /usr/bin/python3 bench/make_format_logs.py "$DATA" "$SIZE_MB"
 run() {  # FILE ARGS... -> seconds
   cat "$1" > /dev/null
-  /usr/bin/time -f "%e" -o "$DATA/time.txt" taskset -c 0 "$WW" triage "$@" --json > /dev/null
-  cat "$DATA/time.txt"
+  # CPU seconds (user + sys) on one core: on a shared machine, wall time measures the neighbours.
+  /usr/bin/time -f "%U %S" -o "$DATA/time.txt" taskset -c 0 "$WW" triage "$@" --json > /dev/null
+  awk '{ printf "%.2f", $1 + $2 }' "$DATA/time.txt"
 }
 ref_s=$(run "$DATA/nvsmi.csv")
 ref_b=$(stat -c %s "$DATA/nvsmi.csv")
