@@ -69,3 +69,37 @@ write('wandb.jsonl', '',
 write('custom.csv', 'ts_ms,gpu_id,power_w,util_pct,mem_used_mib\n',
       lambda t: ''.join('%d,%d,%.2f,%d,%d\n' % (BASE * 1000 + t * 100, g, p(t, g), 90 + t % 11,
                                                 60000 + g) for g in range(G)))
+
+
+def write_prom_json(name):
+    """/api/v1/query_range responses as `triage --prometheus` fetches them: one document per
+    11,000 ticks (the server's points-per-series limit), 5 DCGM series per GPU."""
+    path = os.path.join(out, name)
+    if os.path.exists(path) and os.path.getsize(path) >= target:
+        return
+    labels = ('"gpu":"{g}","UUID":"GPU-6d5c0ac5-74d7-3130-46f1-e93ed57f469{g}",'
+              '"pci_bus_id":"00000000:3{g}:00.0","modelName":"NVIDIA H100 80GB HBM3",'
+              '"Hostname":"node0","instance":"node0:9400","job":"dcgm"')
+    metrics = [('DCGM_FI_DEV_POWER_USAGE', lambda t, g: '%.3f' % p(t, g)),
+               ('DCGM_FI_DEV_GPU_UTIL', lambda t, g: '%d' % (90 + t % 11)),
+               ('DCGM_FI_DEV_FB_USED', lambda t, g: '%d' % (60000 + g)),
+               ('DCGM_FI_DEV_POWER_MGMT_LIMIT', lambda t, g: '700'),
+               ('DCGM_FI_PROF_SM_ACTIVE', lambda t, g: '%.3f' % (0.5 + (t % 40) / 100))]
+    with open(path, 'w') as f:
+        t, size, per_doc = 0, 0, 11000
+        while size < target:
+            result = []
+            for n, v in metrics:
+                for g in range(G):
+                    pts = ','.join('[%s,"%s"]' % ('%.1f' % (BASE + (t + k) / 10), v(t + k, g))
+                                   for k in range(per_doc))
+                    result.append('{"metric":{"__name__":"%s",%s},"values":[%s]}'
+                                  % (n, labels.format(g=g), pts))
+            doc = ('{"status":"success","data":{"resultType":"matrix","result":[%s]}}\n'
+                   % ','.join(result))
+            f.write(doc)
+            size += len(doc)
+            t += per_doc
+
+
+write_prom_json('prom.json')

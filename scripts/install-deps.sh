@@ -6,7 +6,7 @@ set -euo pipefail
 PKGS=(
   build-essential cmake ninja-build pkg-config ccache
   libcli11-dev nlohmann-json3-dev libfmt-dev libspdlog-dev libyaml-cpp-dev
-  libcpp-httplib-dev libgtest-dev libgmock-dev libbenchmark-dev
+  libcpp-httplib-dev libssl-dev libgtest-dev libgmock-dev libbenchmark-dev
   libpcre2-dev libzstd-dev zlib1g-dev libutf8proc-dev libsentencepiece-dev sentencepiece nodejs
   clang libclang-rt-14-dev clang-format clang-tidy
   prometheus wrk python3 python3-pandas chromium tmux

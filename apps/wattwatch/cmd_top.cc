@@ -35,6 +35,7 @@ void AddTopCommand(CLI::App& app, int* exit_code) {
       "reasons. Same classifier as `wattwatch triage`.");
   cmd->footer(R"(Sources:
   nvml                      this host's GPUs, read every --interval-ms
+  dcgm-exporter:URL         scrape the node's dcgm-exporter every --interval-ms (no NVML)
   replay:FILE[,FILE...]     nvidia-smi logs (one per host), replayed at --speed
   sim:SCENARIO              a simulated job (healthy, hang-exit, field-report, ...)
 
@@ -47,7 +48,8 @@ Examples:
   wattwatch top --source sim:hang-exit --speed 50
 
 Exit codes: 0 quit; 2 bad flags, no terminal, or a source that cannot be opened.)");
-  cmd->add_option("--source", options->source, "nvml, replay:FILE[,FILE...] or sim:SCENARIO")
+  cmd->add_option("--source", options->source,
+                  "nvml, dcgm-exporter:URL, replay:FILE[,FILE...] or sim:SCENARIO")
       ->capture_default_str();
   cmd->add_option("--speed", options->run.speed,
                   "replay/sim: this many times faster than real time; 0: as fast as possible")

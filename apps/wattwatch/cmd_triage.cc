@@ -11,6 +11,7 @@
 #include "report/labels_writer.h"
 #include "report/triage_report.h"
 #include "telemetry/ingest/open.h"
+#include "telemetry/ingest/prom_client.h"
 #include "triage/run.h"
 
 namespace ww::app {
@@ -30,7 +31,74 @@ struct TriageFlags {
   double hang_confirm_s = 45;
   double max_checkpoint_s = 1800;
   std::string color = "auto";
+  // --prometheus URL instead of files (AddPrometheusFlags, OpenPrometheusInput).
+  std::string prometheus;
+  std::string start, end, selector, step;
+  std::vector<std::string> prometheus_headers;
+  std::string prometheus_token_file;
 };
+
+// The DCGM series of --start..--end from a Prometheus server, as the one input of this triage.
+Result<OpenedInputs> OpenPrometheusInput(const TriageFlags& f) {
+  if (!f.files.empty()) {
+    return Status::InvalidInput("--prometheus reads a server, not files: give one or the other");
+  }
+  if (f.start.empty() || f.end.empty()) {
+    return Status::InvalidInput("--prometheus needs --start and --end (RFC 3339 or Unix seconds)");
+  }
+  ingest::PromRangeQuery q;
+  auto start = ingest::ParsePromTimeMs(f.start);
+  if (!start.ok()) return Status::InvalidInput("--start: " + start.status().message());
+  auto end = ingest::ParsePromTimeMs(f.end);
+  if (!end.ok()) return Status::InvalidInput("--end: " + end.status().message());
+  q.start_ms = *start;
+  q.end_ms = *end;
+  q.selector = f.selector;
+  if (!f.step.empty()) {
+    auto step = ingest::ParsePromDurationMs(f.step);
+    if (!step.ok()) return Status::InvalidInput("--step: " + step.status().message());
+    q.step_ms = *step;
+  }
+  ingest::PromHttpOptions ho;
+  for (const auto& h : f.prometheus_headers) {
+    WW_RETURN_IF_ERROR(ingest::ParseHeaderFlag(h, &ho.headers));
+  }
+  if (!f.prometheus_token_file.empty()) {
+    WW_RETURN_IF_ERROR(ingest::ReadTokenFile(f.prometheus_token_file, &ho.headers));
+  }
+  auto http = ingest::MakePromHttp(f.prometheus, ho);
+  if (!http.ok()) return http.status();
+  auto fetched = ingest::FetchDcgmRange(**http, q);
+  if (!fetched.ok()) return fetched.status();
+  OpenedInputs out;
+  out.source = std::move(fetched->source);
+  InputDescription d;
+  d.path = "prometheus";
+  d.format = "prometheus";
+  d.fixed = fetched->description;
+  out.inputs.push_back(std::move(d));
+  return out;
+}
+
+void AddPrometheusFlags(CLI::App* cmd, TriageFlags* f) {
+  cmd->add_option("--prometheus", f->prometheus,
+                  "read the DCGM series from this Prometheus (http(s)://HOST:PORT[/PATH]) "
+                  "instead of files; with --start and --end");
+  cmd->add_option("--start", f->start, "--prometheus: start of the range (RFC 3339 or Unix s)");
+  cmd->add_option("--end", f->end, "--prometheus: end of the range (RFC 3339 or Unix s)");
+  cmd->add_option("--selector", f->selector,
+                  "--prometheus: label matchers for the DCGM series, e.g. "
+                  "'{job=\"dcgm\",Hostname=~\"node1.*\"}'");
+  cmd->add_option("--step", f->step,
+                  "--prometheus: query step (15s, 1m); default: the series' own scrape interval, "
+                  "so every stored sample is read once");
+  cmd->add_option("--prometheus-header", f->prometheus_headers,
+                  "--prometheus: 'Name: value' sent with every request (repeatable), e.g. "
+                  "'Authorization: Bearer TOKEN'");
+  cmd->add_option("--prometheus-token-file", f->prometheus_token_file,
+                  "--prometheus: send 'Authorization: Bearer <first line of this file>'")
+      ->check(CLI::ExistingFile);
+}
 
 int RunTriage(const TriageFlags& f) {
   IngestOptions io;
@@ -50,7 +118,7 @@ int RunTriage(const TriageFlags& f) {
       return kExitBadInput;
     }
   }
-  auto inputs = OpenTelemetryFiles(f.files, io);
+  auto inputs = f.prometheus.empty() ? OpenTelemetryFiles(f.files, io) : OpenPrometheusInput(f);
   if (!inputs.ok()) {
     std::cerr << "wattwatch triage: " << inputs.status().message() << "\n";
     return kExitBadInput;
@@ -97,7 +165,7 @@ int RunTriage(const TriageFlags& f) {
   }
   if (!f.html.empty()) {
     report::HtmlOptions ho;
-    ho.inputs = f.files;
+    ho.inputs = f.prometheus.empty() ? f.files : std::vector<std::string>{f.prometheus};
     Status hs = report::WriteHtmlReport(f.html, rep, timeline, ho);
     if (!hs.ok()) {
       std::cerr << "wattwatch triage: " << hs.message() << "\n";
@@ -149,12 +217,16 @@ Examples:
   wattwatch triage gpu.dmon --interval-ms 100     # dcgmi dmon -e 155,203,1002 -d 100
   wattwatch triage metrics.prom --interval-ms 30000   # curl :9400/metrics in a loop
   wattwatch triage mylog.csv --map power=board_w --map time=t
+  wattwatch triage --prometheus http://prom:9090 --start 2026-11-18T01:00:00Z \
+      --end 2026-11-18T03:00:00Z --selector '{Hostname=~"node1[0-3]"}' --html incident.html
+  wattwatch triage incident.json      # curl .../api/v1/query_range?... > incident.json
 
 Exit codes: 0 triage ran; 2 unusable input (the message names file, line and field);
 3 a hang was found and --fail-on-hang was given.)");
-  cmd->add_option("files", flags->files, "nvidia-smi CSV or dmon logs, one per host")
-      ->required()
+  cmd->add_option("files", flags->files,
+                  "nvidia-smi CSV or dmon logs, one per host (or --prometheus URL)")
       ->check(CLI::ExistingFile);
+  AddPrometheusFlags(cmd, flags.get());
   cmd->add_flag("--json", flags->json, "print the result as JSON instead of the summary");
   cmd->add_option("--json-out", flags->json_out, "also write the JSON result to this file");
   cmd->add_option("--labels", flags->labels,
@@ -167,9 +239,9 @@ Exit codes: 0 triage ran; 2 unusable input (the message names file, line and fie
                   "the --query-gpu list of a headerless (csv,noheader) log");
   cmd->add_option("--format", flags->format,
                   "auto (default: recognized from the content), nvidia-smi, dcgmi-dmon, "
-                  "dcgm-exporter, wandb, smi-table or custom-csv")
+                  "dcgm-exporter, wandb, smi-table, custom-csv or prometheus-json")
       ->check(CLI::IsMember({"auto", "nvidia-smi", "dcgmi-dmon", "dcgm-exporter", "wandb",
-                             "smi-table", "custom-csv"}));
+                             "smi-table", "custom-csv", "prometheus-json"}));
   cmd->add_option("--map", flags->map,
                   "FIELD=COLUMN for a home-made CSV (repeatable): time, gpu, uuid, name, power, "
                   "power_limit, util, mem_util, memory_used, memory_total, temperature, "
@@ -186,7 +258,14 @@ Exit codes: 0 triage ran; 2 unusable input (the message names file, line and fie
       ->check(CLI::Range(1.0, 1e7));
   cmd->add_option("--color", flags->color, "auto, always or never")
       ->check(CLI::IsMember({"auto", "always", "never"}));
-  cmd->callback([flags, exit_code] { *exit_code = RunTriage(*flags); });
+  cmd->callback([flags, exit_code] {
+    if (flags->files.empty() && flags->prometheus.empty()) {
+      std::cerr << "wattwatch triage: give telemetry files or --prometheus URL\n";
+      *exit_code = kExitBadInput;
+      return;
+    }
+    *exit_code = RunTriage(*flags);
+  });
 }
 
 }  // namespace ww::app

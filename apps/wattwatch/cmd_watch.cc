@@ -33,12 +33,13 @@ int RunWatch(WatchFlags f, bool run_mode) {
 void AddCommonFlags(CLI::App* cmd, WatchFlags* flags, bool run_mode) {
   watch::WatchCommandOptions* f = &flags->options;
   watch::WatchOptions* w = &f->watch;
-  cmd->add_option("--source", f->source, "nvml, replay:FILE[,FILE...] or sim:SCENARIO")
+  cmd->add_option("--source", f->source,
+                  "nvml, dcgm-exporter:URL, replay:FILE[,FILE...] or sim:SCENARIO")
       ->capture_default_str();
   cmd->add_option("--speed", w->speed, "replay/sim: this many times faster than real time")
       ->check(CLI::Range(0.01, 100000.0))
       ->capture_default_str();
-  cmd->add_option("--interval-ms", w->interval_ms, "nvml: sampling period")
+  cmd->add_option("--interval-ms", w->interval_ms, "nvml, dcgm-exporter: sampling period")
       ->check(CLI::Range(int64_t{10}, int64_t{60000}))
       ->capture_default_str();
   cmd->add_option("--nvml-lib", f->nvml_lib,

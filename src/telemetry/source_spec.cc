@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "telemetry/ingest/dcgm_exporter_live.h"
 #include "telemetry/ingest/open.h"
 #include "telemetry/nvml/nvml_source.h"
 #include "telemetry/sim/simulator.h"
@@ -39,6 +40,18 @@ Result<OpenedSource> OpenSourceSpec(const std::string& spec, const SourceSpecOpt
     out.live = true;
     return out;
   }
+  if (spec.rfind("dcgm-exporter:", 0) == 0) {
+    ingest::DcgmExporterLiveOptions lo;
+    lo.url = spec.substr(14);
+    lo.hostname = options.hostname;
+    lo.clock = options.clock;
+    lo.call_deadline_ms = options.call_deadline_ms;
+    auto s = ingest::OpenDcgmExporterLive(lo);
+    if (!s.ok()) return s.status();
+    out.source = std::move(*s);
+    out.live = true;  // sampled now, every --interval-ms, as NVML is
+    return out;
+  }
   if (spec.rfind("replay:", 0) == 0) {
     const auto files = SplitComma(spec.substr(7));
     if (files.empty()) {
@@ -56,12 +69,15 @@ Result<OpenedSource> OpenSourceSpec(const std::string& spec, const SourceSpecOpt
     return out;
   }
   return Status::InvalidInput(fmt::format(
-      "--source: unknown source '{}' (expected nvml, replay:FILE[,FILE...] or sim:SCENARIO)",
+      "--source: unknown source '{}' (expected nvml, dcgm-exporter:URL, replay:FILE[,FILE...] or "
+      "sim:SCENARIO)",
       spec));
 }
 
 const char* SourceSpecHelp() {
   return "  nvml                      this host's GPUs, read live every --interval-ms\n  "
+         "dcgm-exporter:URL         scrape this node's dcgm-exporter (http://localhost:9400) "
+         "every --interval-ms instead of opening NVML\n  "
          "replay:FILE[,FILE...]     nvidia-smi logs (one per host), replayed at --speed\n  "
          "sim:SCENARIO              a simulated job (healthy, hang-spin, checkpoint-rank0, ...)\n";
 }

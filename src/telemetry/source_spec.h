@@ -1,4 +1,4 @@
-// OpenSourceSpec: turns a `--source` argument (nvml, replay:FILE[,FILE...],
+// OpenSourceSpec: turns a `--source` argument (nvml, dcgm-exporter:URL, replay:FILE[,FILE...],
 // sim:SCENARIO) into a TelemetrySource, so every live command (top, watch, run)
 // accepts the same sources the same way. Ownership: the caller owns the
 // returned source. Thread-safety: a free function.
@@ -18,16 +18,16 @@ class NvmlSource;
 }
 
 struct SourceSpecOptions {
-  std::string nvml_lib;    // --nvml-lib; empty: $WATTWATCH_NVML_LIB, else
-                           // libnvidia-ml.so.1
-  std::string hostname;    // nvml: the host name its samples carry; empty: gethostname()
-  Clock* clock = nullptr;  // nvml: the clock it stamps samples with; nullptr: SystemClock()
-  int64_t call_deadline_ms = 500;
+  std::string nvml_lib;            // --nvml-lib; empty: $WATTWATCH_NVML_LIB, else
+                                   // libnvidia-ml.so.1
+  std::string hostname;            // nvml: the host name its samples carry; empty: gethostname()
+  Clock* clock = nullptr;          // nvml: the clock it stamps samples with; nullptr: SystemClock()
+  int64_t call_deadline_ms = 500;  // nvml calls; dcgm-exporter: connect + read of one scrape
 };
 
 struct OpenedSource {
   std::unique_ptr<TelemetrySource> source;
-  // true for nvml: samples are taken now, on a schedule; false for replay/sim:
+  // true for nvml and dcgm-exporter: samples are taken now, on a schedule; false for replay/sim:
   // samples carry their own timestamps and are paced by --speed.
   bool live = false;
   nvml::NvmlSource* nvml = nullptr;  // borrowed from `source` when live

@@ -142,8 +142,17 @@ TEST(SourceSpecTest, UnknownFormsListTheKnownOnes) {
     EXPECT_EQ(opened.status().code(), StatusCode::kInvalidInput) << spec;
     EXPECT_THAT(opened.status().message(), HasSubstr(fmt::format("unknown source '{}'", spec)));
     EXPECT_THAT(opened.status().message(),
-                HasSubstr("expected nvml, replay:FILE[,FILE...] or sim:SCENARIO"));
+                HasSubstr("expected nvml, dcgm-exporter:URL, replay:FILE[,FILE...] or "
+                          "sim:SCENARIO"));
   }
+}
+
+TEST(SourceSpecTest, DcgmExporterIsLiveAndNamesAnExporterThatDoesNotAnswer) {
+  auto bad = OpenSourceSpec("dcgm-exporter:localhost:9400", {});
+  EXPECT_EQ(bad.status().code(), StatusCode::kInvalidInput);
+  auto gone = OpenSourceSpec("dcgm-exporter:http://127.0.0.1:1/metrics", {});
+  EXPECT_EQ(gone.status().code(), StatusCode::kUnavailable);
+  EXPECT_THAT(gone.status().message(), HasSubstr("dcgm-exporter at http://127.0.0.1:1/metrics"));
 }
 
 TEST(SourceSpecTest, NvmlWithoutALibraryIsUnavailableAndSaysHowToPointAtOne) {

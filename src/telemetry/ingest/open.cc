@@ -9,6 +9,7 @@
 #include "core/timefmt.h"
 #include "telemetry/ingest/dcgm_exporter.h"
 #include "telemetry/ingest/dcgmi_dmon.h"
+#include "telemetry/ingest/prom_json.h"
 #include "telemetry/ingest/prom_text.h"
 #include "telemetry/ingest/smi_table.h"
 #include "telemetry/ingest/table_csv.h"
@@ -28,6 +29,7 @@ constexpr FormatName kFormats[] = {
     {InputFormat::kWandb, "wandb"},
     {InputFormat::kSmiTable, "smi-table"},
     {InputFormat::kCustomCsv, "custom-csv"},
+    {InputFormat::kPromJson, "prometheus-json"},
 };
 
 // How far detection looks: dcgm-exporter lines or an nvidia-smi table may come after a page of
@@ -56,8 +58,9 @@ std::string Unrecognized(const std::string& path, int64_t line_no, std::string_v
   return fmt::format(
       "{}:{}: not a telemetry log wattwatch recognizes (first line: '{}'); it reads nvidia-smi "
       "CSV and dmon logs, dcgmi dmon, dcgm-exporter /metrics text, W&B system metrics (CSV or "
-      "JSON lines), nvidia-smi tables and CSVs with a power or utilization column, gzip or zstd "
-      "compressed; force one with --format {{{}}}, or name your columns with --map "
+      "JSON lines), nvidia-smi tables, Prometheus query_range JSON and CSVs with a power or "
+      "utilization column, gzip or zstd compressed; force one with --format {{{}}}, or name your "
+      "columns with --map "
       "FIELD=COLUMN (e.g. --map power=gpu_watts --map time=t)",
       path, line_no, ingest::Excerpt(first, 100), InputFormatNames());
 }
@@ -113,6 +116,15 @@ std::string InputDescription::Text() const {
 
 Result<InputFormat> DetectInputFormat(const std::string& path, const IngestOptions& options) {
   if (options.format != InputFormat::kAuto) return options.format;
+  {
+    // A saved Prometheus API response is one JSON line, often longer than a line reader takes.
+    auto peek = LineReader::Open(path);
+    if (!peek.ok()) return peek.status();
+    std::string head;
+    if ((*peek)->ReadUpTo(4096, &head).ok() && ingest::LooksLikePromJson(head)) {
+      return InputFormat::kPromJson;
+    }
+  }
   auto reader = LineReader::Open(path);
   if (!reader.ok()) return reader.status();
   std::string_view line;
@@ -201,6 +213,15 @@ Result<ingest::OpenedFile> OpenTelemetryFile(const std::string& path, const std:
       case InputFormat::kCustomCsv:
         opened = ingest::OpenCustomCsv(std::move(*reader), host, host_index, ro, false);
         break;
+      case InputFormat::kPromJson:
+        if (host_index != 0 || options.multiple_files) {
+          return Status::InvalidInput(fmt::format(
+              "{}: a Prometheus JSON response holds its own hosts (by Hostname/instance); give it "
+              "alone, or concatenate the responses into one file",
+              path));
+        }
+        opened = ingest::OpenPromJson(std::move(*reader), host);
+        break;
       case InputFormat::kWandb: {
         // W&B: JSON lines when the first record is an object, else the CSV export.
         std::string_view line;
@@ -243,13 +264,15 @@ Result<OpenedInputs> OpenTelemetryFiles(const std::vector<std::string>& paths,
   if (paths.empty()) return Status::InvalidInput("no telemetry log given");
   if (paths.size() > 4096) return Status::InvalidInput("more than 4096 hosts");
   OpenedInputs out;
+  IngestOptions each = options;
+  each.multiple_files = paths.size() > 1;
   std::vector<std::unique_ptr<TelemetrySource>> parts;
   std::map<std::string, int> seen;
   for (size_t i = 0; i < paths.size(); ++i) {
     std::string host = HostNameFromPath(paths[i]);
     if (int n = ++seen[host]; n > 1) host += fmt::format("#{}", n);
     InputDescription d;
-    auto f = OpenTelemetryFile(paths[i], host, static_cast<uint16_t>(i), options, &d);
+    auto f = OpenTelemetryFile(paths[i], host, static_cast<uint16_t>(i), each, &d);
     if (!f.ok()) return f.status();
     parts.push_back(std::move(f->source));
     out.inputs.push_back(std::move(d));

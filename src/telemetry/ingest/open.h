@@ -5,7 +5,8 @@
 // Formats (names for --format): nvidia-smi (`--query-gpu ... --format=csv` and `nvidia-smi
 // dmon`), dcgmi-dmon, dcgm-exporter (Prometheus text as scraped from :9400/metrics), wandb
 // (system metrics, CSV or JSON lines), smi-table (the default `nvidia-smi` table in a loop, also
-// inside a Slurm .out), custom-csv (home-made CSVs; --map FIELD=COLUMN). A file nothing
+// inside a Slurm .out), custom-csv (home-made CSVs; --map FIELD=COLUMN), prometheus-json (saved
+// /api/v1/query_range responses; one file may hold several hosts). A file nothing
 // recognizes is an error naming its first line, the formats read and --map.
 // Ownership: the caller owns the returned source. Thread-safety: free functions.
 #pragma once
@@ -29,10 +30,12 @@ enum class InputFormat {
   kDcgmExporter,
   kWandb,
   kSmiTable,
-  kCustomCsv
+  kCustomCsv,
+  kPromJson
 };
 
-// "auto", "nvidia-smi", "dcgmi-dmon", "dcgm-exporter", "wandb", "smi-table", "custom-csv".
+// "auto", "nvidia-smi", "dcgmi-dmon", "dcgm-exporter", "wandb", "smi-table", "custom-csv",
+// "prometheus-json".
 Result<InputFormat> ParseInputFormat(std::string_view name);
 const char* InputFormatName(InputFormat f);
 // "nvidia-smi, dcgmi-dmon, dcgm-exporter, wandb, smi-table, custom-csv"
@@ -42,6 +45,7 @@ struct IngestOptions {
   InputFormat format = InputFormat::kAuto;
   ReplayOptions replay;  // the nvidia-smi reader's options; interval_ms serves every format
   std::vector<std::pair<std::string, std::string>> map;  // --map FIELD=COLUMN
+  bool multiple_files = false;  // set by OpenTelemetryFiles: a prometheus-json file must be alone
 };
 
 // Parses "FIELD=COLUMN" (--map); FIELD is one of ingest::MapFieldNames().

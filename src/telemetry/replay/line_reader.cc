@@ -181,6 +181,29 @@ Result<size_t> LineReader::ReadText(char* dst, size_t cap) {
   }
 }
 
+Status LineReader::ReadUpTo(size_t max_bytes, std::string* out) {
+  size_t want = max_bytes;
+  const size_t buffered = std::min(want, end_ - begin_);
+  out->append(buf_.data() + begin_, buffered);
+  begin_ += buffered;
+  want -= buffered;
+  while (want > 0) {
+    const size_t at = out->size();
+    const size_t chunk = std::min<size_t>(want, 1 << 20);
+    out->resize(at + chunk);
+    auto n = ReadText(out->data() + at, chunk);
+    if (!n.ok()) {
+      out->resize(at);
+      return n.status();
+    }
+    out->resize(at + *n);
+    bytes_read_ += *n;
+    want -= *n;
+    if (*n == 0) break;
+  }
+  return Status::Ok();
+}
+
 Status LineReader::Fill() {
   if (begin_ > 0) {
     std::memmove(buf_.data(), buf_.data() + begin_, end_ - begin_);

@@ -32,6 +32,11 @@ class LineReader {
   // *complete is false for a last line that had no newline (a log cut off mid-write).
   Result<bool> Next(std::string_view* line, bool* complete);
 
+  // Appends up to max_bytes more of the file's text (decompressed) to *out; fewer only at the
+  // end. For readers of whole documents (a JSON response is one long line) and for sniffing a
+  // prefix; do not mix with Next() on one reader.
+  Status ReadUpTo(size_t max_bytes, std::string* out);
+
   // 1-based number of the line last returned.
   int64_t line_number() const { return line_number_; }
   // Bytes of (decompressed) text handed out so far.

@@ -1,0 +1,361 @@
+#include "telemetry/ingest/prom_client.h"
+
+#include <fmt/format.h>
+#include <httplib.h>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "core/stats.h"
+#include "core/strings.h"
+#include "core/timefmt.h"
+#include "telemetry/ingest/prom_json.h"
+#include "telemetry/ingest/text.h"
+
+namespace ww::ingest {
+namespace {
+
+using nlohmann::json;
+
+const char* const kDcgmMetrics[] = {
+    "DCGM_FI_DEV_POWER_USAGE",       "DCGM_FI_DEV_GPU_UTIL",
+    "DCGM_FI_DEV_FB_USED",           "DCGM_FI_DEV_FB_FREE",
+    "DCGM_FI_DEV_FB_TOTAL",          "DCGM_FI_DEV_FB_RESERVED",
+    "DCGM_FI_DEV_POWER_MGMT_LIMIT",  "DCGM_FI_DEV_ENFORCED_POWER_LIMIT",
+    "DCGM_FI_DEV_SM_CLOCK",          "DCGM_FI_DEV_MEM_CLOCK",
+    "DCGM_FI_DEV_GPU_TEMP",          "DCGM_FI_DEV_MEM_COPY_UTIL",
+    "DCGM_FI_PROF_GR_ENGINE_ACTIVE", "DCGM_FI_PROF_SM_ACTIVE",
+    "DCGM_FI_PROF_SM_OCCUPANCY",     "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE",
+    "DCGM_FI_PROF_DRAM_ACTIVE",      "DCGM_FI_PROF_PCIE_TX_BYTES",
+    "DCGM_FI_PROF_PCIE_RX_BYTES",    "DCGM_FI_PROF_NVLINK_TX_BYTES",
+    "DCGM_FI_PROF_NVLINK_RX_BYTES",
+};
+
+class HttplibProm final : public PromHttp {
+ public:
+  HttplibProm(std::string url, std::string scheme_host_port, std::string prefix,
+              const PromHttpOptions& options)
+      : url_(std::move(url)), prefix_(std::move(prefix)), client_(scheme_host_port) {
+    for (const auto& [k, v] : options.headers) headers_.emplace(k, v);
+    const auto s = std::chrono::milliseconds(options.timeout_ms);
+    client_.set_connection_timeout(
+        std::min<std::chrono::milliseconds>(s, std::chrono::milliseconds(10000)));
+    client_.set_read_timeout(s);
+    client_.set_write_timeout(s);
+  }
+
+  Result<HttpReply> Get(const std::string& path,
+                        const std::multimap<std::string, std::string>& params) override {
+    httplib::Params p(params.begin(), params.end());
+    auto res = client_.Get(prefix_ + path, p, headers_);
+    if (!res) {
+      return Status::Unavailable(
+          fmt::format("cannot reach Prometheus at {}: {}", url_, httplib::to_string(res.error())));
+    }
+    return HttpReply{res->status, std::move(res->body)};
+  }
+  const std::string& url() const override { return url_; }
+
+ private:
+  std::string url_;
+  std::string prefix_;
+  httplib::Headers headers_;
+  httplib::Client client_;
+};
+
+std::string SecondsParam(int64_t ms) {
+  if (ms % 1000 == 0) return fmt::format("{}", ms / 1000);
+  return fmt::format("{}.{:03d}", ms / 1000, ms % 1000);
+}
+
+// The server's own words for a failed request: {"status":"error","errorType":..,"error":..}.
+Status HttpError(const PromHttp& http, const std::string& what, const HttpReply& reply) {
+  json j = json::parse(reply.body, nullptr, false);
+  if (!j.is_discarded() && j.is_object() && j.contains("error")) {
+    const auto str = [&](const char* k) {
+      return j.contains(k) && j[k].is_string() ? j[k].get<std::string>() : std::string("?");
+    };
+    return Status::InvalidInput(fmt::format("Prometheus at {} refused {} (HTTP {}, {}): {}",
+                                            http.url(), what, reply.status,
+                                            ValidUtf8(str("errorType")), ValidUtf8(str("error"))));
+  }
+  return Status::InvalidInput(fmt::format("Prometheus at {} refused {} (HTTP {}): {}", http.url(),
+                                          what, reply.status, Excerpt(reply.body, 200)));
+}
+
+Result<json> GetJson(PromHttp& http, const std::string& path,
+                     const std::multimap<std::string, std::string>& params,
+                     const std::string& what) {
+  auto reply = http.Get(path, params);
+  if (!reply.ok()) return reply.status();
+  if (reply->status != 200) return HttpError(http, what, *reply);
+  json j = json::parse(reply->body, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) {
+    return Status::InvalidInput(fmt::format("{}{}: {} answer is not JSON: '{}'", http.url(), path,
+                                            what, Excerpt(reply->body, 100)));
+  }
+  if (j.value("status", "") != "success") return HttpError(http, what, *reply);
+  return j;
+}
+
+std::string Matchers(const std::string& selector) {
+  std::string_view s = TrimSpace(selector);
+  if (s.size() >= 2 && s.front() == '{' && s.back() == '}') s = s.substr(1, s.size() - 2);
+  return std::string(TrimSpace(s));
+}
+
+std::string WithSelector(const std::string& base_matcher, const std::string& inner) {
+  return inner.empty() ? "{" + base_matcher + "}" : "{" + base_matcher + "," + inner + "}";
+}
+
+// Median spacing of raw samples in a range vector at `at_ms` over `window_ms`; 0 when none.
+Result<int64_t> RawSpacingMs(PromHttp& http, const std::string& inner, int64_t at_ms,
+                             int64_t window_ms, int* requests) {
+  const std::string q = WithSelector("__name__=\"DCGM_FI_DEV_POWER_USAGE\"", inner) +
+                        fmt::format("[{}ms]", std::max<int64_t>(window_ms, 1000));
+  ++*requests;
+  auto j = GetJson(http, "/api/v1/query", {{"query", q}, {"time", SecondsParam(at_ms)}},
+                   "the scrape-interval query " + q);
+  if (!j.ok()) return j.status();
+  std::vector<double> medians;
+  const json& result = (*j)["data"]["result"];
+  if (!result.is_array()) return int64_t{0};
+  for (const auto& series : result) {
+    if (!series.contains("values") || !series["values"].is_array()) continue;
+    const json& v = series["values"];
+    std::vector<double> d;
+    for (size_t i = 1; i < v.size(); ++i) {
+      if (!v[i].is_array() || !v[i - 1].is_array() || !v[i][0].is_number() ||
+          !v[i - 1][0].is_number())
+        continue;
+      d.push_back(v[i][0].get<double>() * 1000 - v[i - 1][0].get<double>() * 1000);
+    }
+    if (!d.empty()) medians.push_back(Percentile(d, 0.5));
+  }
+  if (medians.empty()) return int64_t{0};
+  // Scrape timestamps jitter by a few ms (1001, 998, ...); a step of 1001 ms would drift a
+  // second in every 1,000 and read some samples twice. Intervals are configured in round
+  // numbers: to 10 ms from 100 ms up.
+  const double median = Percentile(medians, 0.5);
+  const int64_t step = median >= 100 ? std::llround(median / 10) * 10 : std::llround(median);
+  return std::max<int64_t>(1, step);
+}
+
+Status NoSeriesError(PromHttp& http, const PromRangeQuery& q, const std::string& query) {
+  std::string names;
+  auto j = GetJson(http, "/api/v1/label/__name__/values",
+                   {{"match[]", "{__name__=~\"DCGM_FI_.*\"}"},
+                    {"start", SecondsParam(q.start_ms)},
+                    {"end", SecondsParam(q.end_ms)}},
+                   "label values");
+  size_t count = 0;
+  if (j.ok() && (*j)["data"].is_array()) {
+    for (const auto& n : (*j)["data"]) {
+      if (!n.is_string()) continue;
+      if (++count <= 8) names += (names.empty() ? "" : ", ") + n.get<std::string>();
+    }
+  }
+  std::string have;
+  if (count == 0) {
+    have =
+        "the server has no DCGM_FI_* series in that range (is dcgm-exporter scraped? is the "
+        "range right?)";
+  } else {
+    have = fmt::format("the server has {} DCGM metrics in that range ({}{})", count, names,
+                       count > 8 ? ", ..." : "");
+    auto s = GetJson(http, "/api/v1/series",
+                     {{"match[]", "{__name__=\"DCGM_FI_DEV_POWER_USAGE\"}"},
+                      {"start", SecondsParam(q.start_ms)},
+                      {"end", SecondsParam(q.end_ms)}},
+                     "series");
+    if (s.ok() && (*s)["data"].is_array() && !(*s)["data"].empty()) {
+      std::string labels;
+      const json& first = (*s)["data"][0];
+      if (first.is_object()) {
+        for (const auto& [k, v] : first.items()) {
+          if (k == "__name__" || !v.is_string()) continue;
+          labels += fmt::format("{}{}=\"{}\"", labels.empty() ? "" : ",", k, v.get<std::string>());
+        }
+      }
+      have += fmt::format("; {} DCGM_FI_DEV_POWER_USAGE series, e.g. {{{}}}", (*s)["data"].size(),
+                          ValidUtf8(labels));
+    }
+  }
+  return Status::InvalidInput(fmt::format("no DCGM series matched {} at {} between {} and {}; {}",
+                                          query, http.url(), FormatIsoMs(q.start_ms, true),
+                                          FormatIsoMs(q.end_ms, true), have));
+}
+
+}  // namespace
+
+Result<std::unique_ptr<PromHttp>> MakePromHttp(const std::string& url,
+                                               const PromHttpOptions& options) {
+  const size_t scheme_end = url.find("://");
+  const std::string scheme = scheme_end == std::string::npos ? "" : url.substr(0, scheme_end);
+  if (scheme != "http" && scheme != "https") {
+    return Status::InvalidInput(fmt::format(
+        "--prometheus '{}': expected http://HOST:PORT or https://HOST:PORT[/PATH]", url));
+  }
+  const size_t path_at = url.find('/', scheme_end + 3);
+  const std::string hostport = path_at == std::string::npos ? url : url.substr(0, path_at);
+  std::string prefix = path_at == std::string::npos ? "" : url.substr(path_at);
+  while (!prefix.empty() && prefix.back() == '/') prefix.pop_back();
+  if (hostport.size() <= scheme_end + 3) {
+    return Status::InvalidInput(fmt::format("--prometheus '{}': no host", url));
+  }
+  return std::unique_ptr<PromHttp>(new HttplibProm(url, hostport, prefix, options));
+}
+
+Status ParseHeaderFlag(std::string_view flag,
+                       std::vector<std::pair<std::string, std::string>>* out) {
+  const size_t colon = flag.find(':');
+  if (colon == std::string_view::npos || colon == 0) {
+    return Status::InvalidInput(
+        fmt::format("--prometheus-header '{}': expected 'Name: value'", Excerpt(flag, 40)));
+  }
+  out->emplace_back(std::string(TrimSpace(flag.substr(0, colon))),
+                    std::string(TrimSpace(flag.substr(colon + 1))));
+  return Status::Ok();
+}
+
+Status ReadTokenFile(const std::string& path,
+                     std::vector<std::pair<std::string, std::string>>* out) {
+  std::ifstream in(path);
+  std::string token;
+  if (!in || !std::getline(in, token)) {
+    return Status::InvalidInput(fmt::format("--prometheus-token-file {}: cannot read", path));
+  }
+  token = std::string(TrimSpace(token));
+  if (token.empty()) {
+    return Status::InvalidInput(fmt::format("--prometheus-token-file {}: empty", path));
+  }
+  out->emplace_back("Authorization", "Bearer " + token);
+  return Status::Ok();
+}
+
+Result<int64_t> ParsePromTimeMs(std::string_view text) {
+  const std::string_view t = TrimSpace(text);
+  if (!t.empty() &&
+      std::all_of(t.begin(), t.end(), [](char c) { return (c >= '0' && c <= '9') || c == '.'; })) {
+    double s = 0;
+    if (ParseNumber(t, &s) == Parse::kOk && s >= 0 && s < 7258118400.0) {
+      return static_cast<int64_t>(std::llround(s * 1000));
+    }
+  }
+  if (auto p = ParseTimestamp(t); p && t.find('T') != std::string_view::npos) return p->unix_ms;
+  return Status::InvalidInput(
+      fmt::format("'{}' is not a time: expected RFC 3339 (2026-11-18T11:29:20Z) or Unix seconds",
+                  Excerpt(t, 40)));
+}
+
+Result<int64_t> ParsePromDurationMs(std::string_view text) {
+  const std::string_view t = TrimSpace(text);
+  double plain = 0;
+  if (ParseNumber(t, &plain) == Parse::kOk &&
+      t.find_first_not_of("0123456789.") == std::string_view::npos) {
+    if (plain > 0) return static_cast<int64_t>(std::llround(plain * 1000));
+  }
+  static const std::pair<const char*, int64_t> kUnits[] = {
+      {"ms", 1}, {"s", 1000}, {"m", 60000}, {"h", 3600000}, {"d", 86400000}, {"w", 604800000}};
+  int64_t total = 0;
+  size_t i = 0;
+  while (i < t.size()) {
+    size_t j = i;
+    while (j < t.size() && t[j] >= '0' && t[j] <= '9') ++j;
+    if (j == i || j - i > 12) break;
+    const int64_t n = std::stoll(std::string(t.substr(i, j - i)));
+    bool matched = false;
+    for (const auto& [unit, ms] : kUnits) {
+      const std::string_view u(unit);
+      if (t.substr(j, u.size()) == u && !(u == "m" && t.substr(j, 2) == "ms")) {
+        total += n * ms;
+        i = j + u.size();
+        matched = true;
+        break;
+      }
+    }
+    if (!matched) {
+      i = std::string_view::npos;
+      break;
+    }
+  }
+  if (i == t.size() && total > 0) return total;
+  return Status::InvalidInput(
+      fmt::format("'{}' is not a duration: expected 15s, 1m30s, 500ms or seconds", Excerpt(t, 40)));
+}
+
+std::string DcgmMetricRegex() {
+  std::string out;
+  for (const char* m : kDcgmMetrics) out += (out.empty() ? "" : "|") + std::string(m);
+  return out;
+}
+
+Result<PromFetched> FetchDcgmRange(PromHttp& http, const PromRangeQuery& q) {
+  if (q.end_ms <= q.start_ms) {
+    return Status::InvalidInput(fmt::format("--end ({}) must be after --start ({})",
+                                            FormatIsoMs(q.end_ms, true),
+                                            FormatIsoMs(q.start_ms, true)));
+  }
+  const std::string inner = Matchers(q.selector);
+  if (!q.selector.empty() && TrimSpace(q.selector).front() != '{') {
+    return Status::InvalidInput(fmt::format(
+        "--selector '{}': expected label matchers in braces, e.g. '{{job=\"dcgm\"}}'", q.selector));
+  }
+  PromFetched out;
+  int64_t step_ms = q.step_ms;
+  const int64_t range_ms = q.end_ms - q.start_ms;
+  if (step_ms <= 0) {
+    // Raw samples near the end, then near the start, then over the whole range.
+    const int64_t w = std::min<int64_t>(range_ms, 10 * 60 * 1000);
+    for (const auto& [at, window] :
+         {std::pair{q.end_ms, w}, std::pair{q.start_ms + w, w}, std::pair{q.end_ms, range_ms}}) {
+      auto s = RawSpacingMs(http, inner, at, window, &out.requests);
+      if (!s.ok()) return s.status();
+      if (*s > 0) {
+        step_ms = *s;
+        break;
+      }
+    }
+    if (step_ms <= 0) {
+      const std::string sel = WithSelector("__name__=\"DCGM_FI_DEV_POWER_USAGE\"", inner);
+      // One sample per series only: the spacing cannot be found, so ask for a step.
+      auto probe =
+          GetJson(http, "/api/v1/query",
+                  {{"query", "count(" + sel + ")"}, {"time", SecondsParam(q.end_ms)}}, "count");
+      if (probe.ok() && !(*probe)["data"]["result"].empty()) {
+        return Status::InvalidInput(
+            "cannot find the scrape interval (one sample per series); pass --step");
+      }
+      return NoSeriesError(http, q, sel);
+    }
+  }
+  const std::string query = WithSelector("__name__=~\"" + DcgmMetricRegex() + "\"", inner);
+  PromJsonDecoder decoder;
+  const int64_t per_request = std::max<int64_t>(1, q.max_points_per_series - 1) * step_ms;
+  for (int64_t from = q.start_ms; from <= q.end_ms; from += per_request + step_ms) {
+    const int64_t to = std::min(q.end_ms, from + per_request);
+    auto reply = http.Get("/api/v1/query_range", {{"query", query},
+                                                  {"start", SecondsParam(from)},
+                                                  {"end", SecondsParam(to)},
+                                                  {"step", SecondsParam(step_ms) + "s"}});
+    ++out.requests;
+    if (!reply.ok()) return reply.status();
+    if (reply->status != 200) return HttpError(http, "the query_range request", *reply);
+    WW_RETURN_IF_ERROR(decoder.AddDocuments(
+        reply->body, fmt::format("{}/api/v1/query_range [{}, {}]", http.url(),
+                                 FormatIsoMs(from, true), FormatIsoMs(to, true))));
+  }
+  if (decoder.dcgm_series() == 0) return NoSeriesError(http, q, query);
+  auto src = decoder.Finish("prometheus");
+  if (!src.ok()) return Status::InvalidInput(http.url() + ": " + src.status().message());
+  out.source = std::move(*src);
+  out.step_ms = step_ms;
+  out.description = fmt::format("{} ({} request(s), step {} s{}): {}", http.url(), out.requests,
+                                SecondsParam(step_ms), q.step_ms > 0 ? "" : ", the scrape interval",
+                                decoder.Describe());
+  return out;
+}
+
+}  // namespace ww::ingest

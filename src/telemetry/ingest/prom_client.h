@@ -1,0 +1,81 @@
+// Reads the DCGM series of a time range from a Prometheus server (or Thanos/Mimir behind the
+// same HTTP API) for `triage --prometheus URL`: a few /api/v1/query_range requests for all
+// GPUs at once (one query, a regex on __name__), split into ranges under the server's 11,000
+// points per series, decoded by PromJsonDecoder (prom_json.h). Without a step, the step is the
+// series' own scrape interval: the median spacing of raw samples from an instant query of a
+// range vector (DCGM_FI_DEV_POWER_USAGE{...}[W]), so every stored sample is read once.
+// The HTTP transport is the PromHttp seam; MakePromHttp gives cpp-httplib (http and https).
+// Ownership: the caller owns the returned client and source. Thread-safety: one thread at a time.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "core/status.h"
+#include "telemetry/source.h"
+
+namespace ww::ingest {
+
+struct HttpReply {
+  int status = 0;
+  std::string body;
+};
+
+class PromHttp {
+ public:
+  virtual ~PromHttp() = default;
+  // GET base URL + path with the (unencoded) parameters. A non-ok Status only when no answer
+  // came (unreachable, timeout, TLS); HTTP errors are replies.
+  virtual Result<HttpReply> Get(const std::string& path,
+                                const std::multimap<std::string, std::string>& params) = 0;
+  virtual const std::string& url() const = 0;
+};
+
+struct PromHttpOptions {
+  std::vector<std::pair<std::string, std::string>> headers;  // --prometheus-header
+  int64_t timeout_ms = 60000;
+};
+
+// url: http(s)://host[:port][/path prefix]. InvalidInput for a URL that is not one.
+Result<std::unique_ptr<PromHttp>> MakePromHttp(const std::string& url,
+                                               const PromHttpOptions& options);
+
+// "Name: value" (--prometheus-header) into a pair; InvalidInput naming the flag otherwise.
+Status ParseHeaderFlag(std::string_view flag,
+                       std::vector<std::pair<std::string, std::string>>* out);
+// A token file (--prometheus-token-file): "Authorization: Bearer <first line>".
+Status ReadTokenFile(const std::string& path,
+                     std::vector<std::pair<std::string, std::string>>* out);
+
+// RFC 3339 ("2026-11-18T11:29:20Z", "...+02:00") or Unix seconds ("1763465360", "1763465360.5").
+Result<int64_t> ParsePromTimeMs(std::string_view text);
+// Prometheus durations ("15s", "1m30s", "500ms", "1h") or plain seconds ("15", "0.5").
+Result<int64_t> ParsePromDurationMs(std::string_view text);
+
+struct PromRangeQuery {
+  int64_t start_ms = 0;
+  int64_t end_ms = 0;
+  std::string selector;                   // "{job=\"dcgm\",Hostname=~\"node.*\"}" or empty
+  int64_t step_ms = 0;                    // 0: the series' own scrape interval
+  int64_t max_points_per_series = 10000;  // per request; Prometheus refuses over 11,000
+};
+
+struct PromFetched {
+  std::unique_ptr<TelemetrySource> source;
+  std::string description;  // what was read, for the summary header
+  int64_t step_ms = 0;
+  int requests = 0;
+};
+
+// The DCGM metrics read (power, utilization, framebuffer, power limits, clocks, temperature,
+// PROF activity ratios, PCIe/NVLink bytes), as a regex alternation for __name__.
+std::string DcgmMetricRegex();
+
+Result<PromFetched> FetchDcgmRange(PromHttp& http, const PromRangeQuery& query);
+
+}  // namespace ww::ingest

@@ -1,0 +1,93 @@
+// Reads Prometheus HTTP API responses holding DCGM series: /api/v1/query_range ("matrix") as
+// `curl .../api/v1/query_range?query=... > incident.json` saves it, an instant query of a range
+// vector (`DCGM_FI_DEV_POWER_USAGE[5m]`, also a "matrix" of raw samples) or an instant vector.
+// One or several documents back to back (one per metric, or `cat a.json b.json`), optionally
+// gzip/zstd compressed. The same decoder serves `triage --prometheus URL` (prom_client.h), which
+// fetches the responses itself.
+// (https://prometheus.io/docs/prometheus/latest/querying/api/#range-queries)
+//
+// Series map to GPUs as the dcgm-exporter text reader maps them (DcgmScrapeDecoder: the same
+// fields, units, plausible ranges and labels): one host per value of the host label (Hostname,
+// else hostname, else instance; sorted), GPUs by `gpu` (else UUID). Points of all series of a
+// host at one timestamp make one sample per GPU.
+//
+// Errors (InvalidInput, naming the input and the document): not JSON, a document that is not an
+// API response, "status":"error" (with Prometheus's errorType and error), a resultType other
+// than matrix/vector, no DCGM series at all. Documented skips (warnings): series without
+// __name__ (the result of an expression), non-DCGM series, points that are not
+// [unix_seconds, "value"], timestamps outside 1970..2200, duplicate timestamps (overlapping
+// documents), out-of-order points (sorted), implausible values (the decoder's ranges; "+Inf"),
+// a second series for one GPU and metric at one time, series without gpu/UUID labels, MIG
+// instances, and the server's own "warnings" (partial data) as "server warning: ...".
+// "NaN" is no reading (absent, never 0).
+// Ownership: the decoder owns what it parsed until Finish() moves it into the source.
+// Thread-safety: one thread at a time.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "core/status.h"
+#include "telemetry/ingest/file_source.h"
+#include "telemetry/ingest/text.h"
+#include "telemetry/source.h"
+
+namespace ww::ingest {
+
+// True when text (the first bytes of a file) starts like a Prometheus API response: a JSON
+// object with a "status" key and a "resultType" or "errorType" key.
+bool LooksLikePromJson(std::string_view text);
+
+class PromJsonDecoder {
+ public:
+  // Parses every JSON document in text (whitespace between them). `where` names the input in
+  // messages: a path, or "URL (query ...)".
+  Status AddDocuments(std::string_view text, const std::string& where);
+
+  // Builds the source. default_host names the host of series without a host label.
+  // InvalidInput when no DCGM series with usable points were read.
+  Result<std::unique_ptr<TelemetrySource>> Finish(const std::string& default_host);
+
+  // Number of DCGM series read so far (to tell "no series matched" from "no points").
+  size_t dcgm_series() const { return series_.size(); }
+  // "prometheus-json: 16 series (POWER_USAGE GPU_UTIL ...), 2 hosts by Hostname, 1 s apart"
+  std::string Describe() const { return description_; }
+  Warnings& warnings() { return warnings_; }
+
+ private:
+  struct Point {
+    int64_t ts_ms;
+    double value;
+  };
+  struct Series {
+    std::string host;
+    std::string line_prefix;  // `NAME{labels} ` as dcgm-exporter would print it
+    // `NAME{gpu="N"} `: once the decoder has seen the full labels, the rest of the series'
+    // points resolve to the same GPU through this short block (the label scan is most of the
+    // decode time). Empty when the series needs its full labels each time (no gpu, MIG).
+    std::string short_prefix;
+    bool primed = false;
+    std::string name;
+    std::vector<Point> points;
+    bool unsorted = false;
+  };
+  Status AddDocument(std::string_view doc, const std::string& where, int doc_index);
+
+  std::vector<Series> series_;
+  std::unordered_map<std::string, size_t> series_index_;  // by host + line prefix
+  std::map<std::string, int64_t> host_label_counts_;      // which label named the hosts
+  Warnings warnings_;
+  int64_t documents_ = 0;
+  std::string description_;
+};
+
+// Opens a saved response file (--format prometheus-json) as one source with a host per host
+// label value; series without one are host `host`.
+Result<OpenedFile> OpenPromJson(std::unique_ptr<LineReader> reader, const std::string& host);
+
+}  // namespace ww::ingest
