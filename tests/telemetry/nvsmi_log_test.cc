@@ -815,7 +815,9 @@ TEST(NvsmiLogTest, GpuIsLostMarksTheSampleLost) {
   for (const GpuSample& x : r.samples) {
     const int t = static_cast<int>(x.timestamp_ms - r.samples[0].timestamp_ms) / 100;
     EXPECT_EQ(x.gpu_lost, x.key.gpu == 2 && t >= 1) << "GPU " << x.key.gpu << " tick " << t;
-    if (x.gpu_lost) EXPECT_FALSE(x.power_w.has_value());
+    if (x.gpu_lost) {
+      EXPECT_FALSE(x.power_w.has_value());
+    }
   }
   // Per tick, one sample per GPU 0-3: the lost index was placed after GPU 1.
   for (size_t tick = 0; tick < 3; ++tick) {

@@ -25,7 +25,7 @@ using nlohmann::json;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-struct Run {
+struct CliRun {
   int exit_code = -1;
   std::string out;  // stdout and stderr
 };
@@ -35,7 +35,7 @@ std::string Binary() {
   return b && *b ? std::string(b) : WattwatchBinary();
 }
 
-Run Wattwatch(const std::string& args) {
+CliRun Wattwatch(const std::string& args) {
   const CommandResult r = RunCapture(Binary() + " " + args + " 2>&1", false);
   return {r.exit_code, r.output};
 }
@@ -150,7 +150,7 @@ TEST_F(HardeningTest, LostGpuIsAnEventAndTheCulpritOfTheHang) {
       }
       return true;
     });
-    const Run text = Wattwatch("triage " + log + " --color never --fail-on-hang");
+    const CliRun text = Wattwatch("triage " + log + " --color never --fail-on-hang");
     EXPECT_EQ(text.exit_code, 3) << text.out;
     EXPECT_THAT(text.out, HasSubstr("HANG 1"));
     EXPECT_THAT(text.out, Not(HasSubstr("No hang")));
@@ -198,7 +198,7 @@ TEST_F(HardeningTest, NoPowerColumnSaysHangsCannotBeToldFromCompute) {
         return true;
       },
       drop);
-  const Run text = Wattwatch("triage " + log + " --color never --fail-on-hang");
+  const CliRun text = Wattwatch("triage " + log + " --color never --fail-on-hang");
   // No hang can be shown, so none fails the job; but not a confident "No hang." either.
   EXPECT_EQ(text.exit_code, 0) << text.out;
   EXPECT_THAT(text.out, Not(HasSubstr("No hang.")));
@@ -241,7 +241,7 @@ TEST_F(HardeningTest, ClockStepBackKeepsTheRestOfTheLog) {
   // Every sample is still there.
   EXPECT_EQ(j["hosts"][0]["gpus"][0]["samples"], ref["hosts"][0]["gpus"][0]["samples"]);
   EXPECT_THAT(j.at("warnings").dump(), HasSubstr("clock stepped back"));
-  const Run text = Wattwatch("triage " + log + " --color never");
+  const CliRun text = Wattwatch("triage " + log + " --color never");
   EXPECT_THAT(text.out, Not(HasSubstr("still stuck at the end of the log")));
 }
 
@@ -272,7 +272,7 @@ TEST_F(HardeningTest, GapEndsAnEpisodeAndIsNotCounted) {
   ASSERT_EQ(j.at("events").size(), 1u) << j["events"].dump();
   EXPECT_EQ(j["events"][0].at("type"), "gap");
   EXPECT_NEAR(j["events"][0].at("seconds").get<double>(), 3600, 1);
-  const Run text = Wattwatch("triage " + log + " --color never");
+  const CliRun text = Wattwatch("triage " + log + " --color never");
   EXPECT_THAT(text.out, HasSubstr("no samples from any GPU for 1h00m"));
 }
 
@@ -350,7 +350,7 @@ TEST(HardeningLimits, ImplausiblePowerLimitIsIgnoredAndSaid) {
   EXPECT_THAT(j.at("notes").dump(), HasSubstr("power.limit 2000 W is outside"));
   EXPECT_THAT(j["hosts"][0]["gpus"][0].at("calibration").get<std::string>(), HasSubstr("TDP 700"));
 
-  const Run cap =
+  const CliRun cap =
       Wattwatch("simulate healthy --model h100 --power-cap-w 800 --out " + (dir / "capped.csv"));
   EXPECT_EQ(cap.exit_code, 2) << cap.out;
   EXPECT_THAT(cap.out, HasSubstr("TDP"));
