@@ -215,11 +215,6 @@ std::vector<std::string> TriageEngine::notes() const {
         host(k.host), std::abs(k.offset_s), k.offset_s > 0 ? "ahead of" : "behind", host(0),
         k.matches, host(k.host), -k.offset_s));
   }
-  for (const auto& [key, gp] : gpus_) {
-    if (auto n = gp->windows.calibration().implausible_limit_note()) {
-      out.push_back(GpuName(key, hang_.host_names()) + ": " + *n);
-    }
-  }
   return out;
 }
 
@@ -306,6 +301,7 @@ std::vector<GpuStats> TriageEngine::gpu_stats() const {
       compute = 0;
     }
     s.calibration = gp->windows.calibration().source();
+    s.implausible_limit_note = gp->windows.calibration().implausible_limit_note().value_or("");
     out.push_back(std::move(s));
   }
   return out;

@@ -67,6 +67,8 @@ struct GpuStats {
   GpuKey key;
   std::string name;
   std::string calibration;
+  // Set when the logged power limit is one the model cannot have (ignored for the calibration).
+  std::string implausible_limit_note;
   SignalCounts signals;
   int64_t samples = 0;
   std::array<double, kNumGpuStates> seconds{};
@@ -120,8 +122,8 @@ class TriageEngine {
   const HangEpisode* active_hang() const { return hang_.active(); }
   int64_t first_timestamp_ms() const { return first_ms_; }
   int64_t last_timestamp_ms() const { return last_ms_; }
-  // Notes for the user: e.g. a spin at the end of the log too short to confirm, a power limit
-  // the model cannot have.
+  // Notes for the user: e.g. a spin at the end of the log too short to confirm, a host clock
+  // that disagrees with the others. (Per-GPU notes are in gpu_stats().)
   std::vector<std::string> notes() const;
   // Lost GPUs and gaps, in the order seen.
   const std::vector<TriageEvent>& events() const { return events_; }

@@ -66,7 +66,9 @@ TEST_P(ScenarioTest, MatchesGroundTruth) {
     EXPECT_EQ(f.culprits, t.culprits);
     EXPECT_FALSE(f.reasons.empty());
   }
-  if (s.truth_comm_share > 0) EXPECT_NEAR(s.comm_share, s.truth_comm_share, 0.05);
+  if (s.truth_comm_share > 0) {
+    EXPECT_NEAR(s.comm_share, s.truth_comm_share, 0.05);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Sim, ScenarioTest, ::testing::ValuesIn(AllCases()),

@@ -872,7 +872,13 @@ class NvsmiLogSource final : public TelemetrySource {
       // Counting off is right while every tick has tick_rows_ rows. When a GPU's rows go missing,
       // the count runs into the next tick: a counted boundary then falls between rows logged
       // together. Twice in a row is not a stall (one late row): re-split ticks by time.
-      if (new_tick && row.has_time && has_prev && !looks_new) {
+      if (new_tick && tick_rows_ > 1 && row.has_time && has_prev && !looks_new) {
+        // The tick just counted may mix two ticks: dropped rather than put on wrong GPUs (after a
+        // stall that ends right before the next tick, one good tick is lost).
+        drop_pending_ = true;
+        warnings_.Add("tick without one row per GPU skipped (no index column: rows cannot be placed)",
+                      fmt::format("before line {}: a tick boundary between rows logged together",
+                                  row.line));
         if (++misaligned_ticks_ >= 2) {
           resync_ = true;
           good_ticks_ = 0;
