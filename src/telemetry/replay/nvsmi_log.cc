@@ -876,9 +876,9 @@ class NvsmiLogSource final : public TelemetrySource {
         // The tick just counted may mix two ticks: dropped rather than put on wrong GPUs (after a
         // stall that ends right before the next tick, one good tick is lost).
         drop_pending_ = true;
-        warnings_.Add("tick without one row per GPU skipped (no index column: rows cannot be placed)",
-                      fmt::format("before line {}: a tick boundary between rows logged together",
-                                  row.line));
+        warnings_.Add(
+            "tick without one row per GPU skipped (no index column: rows cannot be placed)",
+            fmt::format("before line {}: a tick boundary between rows logged together", row.line));
         if (++misaligned_ticks_ >= 2) {
           resync_ = true;
           good_ticks_ = 0;
