@@ -95,7 +95,8 @@ Exit codes: 0 written; 2 bad scenario, model or path.)");
   cmd->add_option("--gpus-per-host", flags->options.gpus_per_host, "GPUs per host (default 8)")
       ->check(CLI::Range(1, 16));
   cmd->add_option("--interval-ms", flags->options.interval_ms, "sampling interval (default 100)");
-  cmd->add_option("--power-cap-w", flags->options.power_cap_w, "power limit below the TDP");
+  cmd->add_option("--power-cap-w", flags->options.power_cap_w,
+                  "power limit, at most the model's TDP (an error above it)");
   cmd->add_option("--seed", flags->options.seed, "random seed (default 1)");
   cmd->callback([flags, exit_code] { *exit_code = RunSimulate(*flags); });
 }

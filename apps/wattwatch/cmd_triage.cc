@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <map>
 
 #include "commands.h"
 #include "core/exit_codes.h"
@@ -12,6 +13,7 @@
 #include "report/triage_report.h"
 #include "telemetry/ingest/open.h"
 #include "telemetry/ingest/prom_client.h"
+#include "triage/host_clock.h"
 #include "triage/run.h"
 
 namespace ww::app {
@@ -36,6 +38,7 @@ struct TriageFlags {
   std::string start, end, selector, step;
   std::vector<std::string> prometheus_headers;
   std::string prometheus_token_file;
+  std::vector<std::string> host_offsets;  // HOST=SECONDS
 };
 
 // The DCGM series of --start..--end from a Prometheus server, as the one input of this triage.
@@ -123,7 +126,22 @@ int RunTriage(const TriageFlags& f) {
     std::cerr << "wattwatch triage: " << inputs.status().message() << "\n";
     return kExitBadInput;
   }
-  auto* source = &inputs->source;
+  std::map<std::string, double> offsets_s;
+  for (const auto& spec : f.host_offsets) {
+    auto o = triage::ParseHostOffset(spec);
+    if (!o.ok()) {
+      std::cerr << "wattwatch triage: " << o.status().message() << "\n";
+      return kExitBadInput;
+    }
+    offsets_s[o->first] = o->second;
+  }
+  auto shifted = triage::HostOffsetSource::Create(inputs->source.get(), offsets_s);
+  if (!shifted.ok()) {
+    std::cerr << "wattwatch triage: " << shifted.status().message() << "\n";
+    return kExitBadInput;
+  }
+  std::unique_ptr<TelemetrySource> shifted_source = std::move(*shifted);
+  auto* source = offsets_s.empty() ? &inputs->source : &shifted_source;
   const auto& hosts = (*source)->hosts();
   triage::TriageOptions opts;
   opts.hang_confirm_s = f.hang_confirm_s;
@@ -256,6 +274,9 @@ Exit codes: 0 triage ran; 2 unusable input (the message names file, line and fie
   cmd->add_option("--max-checkpoint-s", flags->max_checkpoint_s,
                   "peers waiting on a quiet rank longer than this is a hang (default 1800)")
       ->check(CLI::Range(1.0, 1e7));
+  cmd->add_option("--host-offset", flags->host_offsets,
+                  "HOST=SECONDS added to that host's timestamps (repeatable), to correct a clock "
+                  "skew the summary notes");
   cmd->add_option("--color", flags->color, "auto, always or never")
       ->check(CLI::IsMember({"auto", "always", "never"}));
   cmd->callback([flags, exit_code] {

@@ -46,6 +46,9 @@ struct GpuSample {
   std::optional<double> dram_bw_util_ratio;     // GPM, 0..1
   std::optional<double>
       power_mean_w;  // exact mean power since the previous reading (energy counter)
+  // The driver reported the GPU lost (nvidia-smi `[GPU is lost]`, NVML_ERROR_GPU_IS_LOST, what
+  // Xid 79 leaves): no reading now and none to come until a reset. Not the same as absent fields.
+  bool gpu_lost = false;
 };
 
 // What a source knows about a GPU beyond its readings.

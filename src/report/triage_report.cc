@@ -76,10 +76,43 @@ TriageReport MakeReport(const triage::TriageEngine& engine, std::vector<std::str
   TriageReport r;
   r.hosts = std::move(hosts);
   r.gpus = engine.gpu_stats();
+  for (const auto& g : r.gpus) {
+    r.evidence.push_back(triage::DescribeEvidence(g.signals, g.samples, engine.options()));
+  }
+  r.events = engine.events();
   r.hang_episodes = engine.hang_episodes();
   r.checkpoints = engine.checkpoints();
   r.warnings = std::move(warnings);
   r.notes = engine.notes();
+  // What the signals cannot show, once per reason with the GPUs it holds for.
+  std::vector<std::pair<std::string, std::vector<GpuKey>>> limits;
+  for (size_t i = 0; i < r.gpus.size(); ++i) {
+    for (const auto& d : r.evidence[i].cannot_tell_apart) {
+      if (!d.affects_hang) continue;
+      auto it = std::find_if(limits.begin(), limits.end(),
+                             [&](const auto& l) { return l.first == d.why; });
+      if (it == limits.end()) it = limits.insert(limits.end(), {d.why, {}});
+      it->second.push_back(r.gpus[i].key);
+    }
+  }
+  for (const auto& [why, keys] : limits) {
+    r.notes.push_back(
+        fmt::format("{}: {}; the shares marked '?' are a guess", GpuList(r, keys), why));
+  }
+  // Power limits the model cannot have, once per text.
+  std::vector<std::pair<std::string, std::vector<GpuKey>>> limit_notes;
+  for (const auto& g : r.gpus) {
+    if (g.implausible_limit_note.empty()) continue;
+    auto it = std::find_if(limit_notes.begin(), limit_notes.end(),
+                           [&](const auto& l) { return l.first == g.implausible_limit_note; });
+    if (it == limit_notes.end()) {
+      it = limit_notes.insert(limit_notes.end(), {g.implausible_limit_note, {}});
+    }
+    it->second.push_back(g.key);
+  }
+  for (const auto& [text, keys] : limit_notes) {
+    r.notes.push_back(fmt::format("{}: {}", GpuList(r, keys), text));
+  }
   r.first_ms = engine.first_timestamp_ms();
   r.last_ms = engine.last_timestamp_ms();
   return r;
@@ -98,8 +131,21 @@ std::string RenderText(const TriageReport& r, bool color) {
   const char* green = color ? "\033[1;32m" : "";
   const char* reset = color ? "\033[0m" : "";
 
-  if (r.hang_episodes.empty()) {
+  size_t blind = 0;  // GPUs whose signals cannot show a hang
+  for (const auto& e : r.evidence) {
+    for (const auto& d : e.cannot_tell_apart) {
+      if (d.affects_hang) {
+        ++blind;
+        break;
+      }
+    }
+  }
+  if (r.hang_episodes.empty() && blind == 0) {
     out += fmt::format("{}No hang.{}\n", green, reset);
+  } else if (r.hang_episodes.empty()) {
+    out += fmt::format(
+        "No hang seen, but the signals of {} of {} GPUs cannot show one (see the notes).\n", blind,
+        r.gpus.size());
   }
   for (size_t i = 0; i < r.hang_episodes.size(); ++i) {
     const auto& e = r.hang_episodes[i];
@@ -116,6 +162,22 @@ std::string RenderText(const TriageReport& r, bool color) {
   }
   if (!r.hang_episodes.empty()) {
     out += fmt::format("Total wasted: {:.2f} GPU-hours\n", r.wasted_gpu_hours());
+  }
+  if (!r.events.empty()) {
+    out += "\nEvents:\n";
+    for (const auto& e : r.events) {
+      if (e.kind == triage::TriageEvent::Kind::kGpuLost) {
+        out += fmt::format(
+            "  {}: {} lost (the driver reads [GPU is lost]: fell off the bus, e.g. Xid 79)\n",
+            ts(e.start_ms), GpuLabel(r, e.key));
+      } else {
+        out += fmt::format(
+            "  {} .. {}: no samples from any GPU for {}; episodes end at its start, the gap "
+            "counts towards nothing\n",
+            ts(e.start_ms), ts(e.end_ms),
+            Duration(static_cast<double>(e.end_ms - e.start_ms) / 1000.0));
+      }
+    }
   }
   if (!r.checkpoints.empty()) {
     double total = 0;
@@ -134,14 +196,24 @@ std::string RenderText(const TriageReport& r, bool color) {
   out += fmt::format("{:<14} {:>4} {:>7} {:>8} {:>7} {:>8} {:>7} {:>6} {:>6}\n", "host", "gpu",
                      "idle", "compute", "comm", "starved", "ckpt", "hang", "comm%");
   std::array<double, kNumGpuStates> job{};
-  for (const auto& g : r.gpus) {
+  for (size_t i = 0; i < r.gpus.size(); ++i) {
+    const auto& g = r.gpus[i];
     const double total = g.total_seconds();
     std::string row = fmt::format("{:<14} {:>4}", HostName(r, g.key.host), g.key.gpu);
     for (size_t s = 0; s < kNumGpuStates; ++s) {
       job[s] += g.seconds[s];
+      bool guess = false;
+      if (i < r.evidence.size()) {
+        for (const auto& d : r.evidence[i].cannot_tell_apart) {
+          guess =
+              guess || (d.affects_hang && std::find(d.states.begin(), d.states.end(),
+                                                    static_cast<GpuState>(s)) != d.states.end());
+        }
+      }
       row += fmt::format(
           " {:>{}}",
-          total > 0 ? fmt::format("{:.1f}%", 100 * g.seconds[s] / total) : std::string("-"),
+          total > 0 ? fmt::format("{:.1f}%{}", 100 * g.seconds[s] / total, guess ? "?" : "")
+                    : std::string("-"),
           s == 1 || s == 3 ? 8 : (s == 5 ? 6 : 7));
     }
     auto cs = g.comm_share();
@@ -183,6 +255,16 @@ nlohmann::json RenderJson(const TriageReport& r) {
                  {"samples", g.samples},
                  {"seconds", seconds},
                  {"calibration", g.calibration}};
+      const size_t i = static_cast<size_t>(&g - r.gpus.data());
+      if (i < r.evidence.size()) {
+        json groups = json::array();
+        for (const auto& d : r.evidence[i].cannot_tell_apart) {
+          json states = json::array();
+          for (GpuState st : d.states) states.push_back(std::string(StateName(st)));
+          groups.push_back({{"states", states}, {"why", d.why}});
+        }
+        gj["evidence"] = {{"signals", r.evidence[i].signals}, {"cannot_tell_apart", groups}};
+      }
       auto cs = g.comm_share();
       gj["comm_share"] = cs ? json(std::round(*cs * 10000) / 10000) : json(nullptr);
       gpus.push_back(std::move(gj));
@@ -212,6 +294,20 @@ nlohmann::json RenderJson(const TriageReport& r) {
                            {"all_ranks", c.all_ranks},
                            {"writers", writers}});
   }
+  json events = json::array();
+  for (const auto& e : r.events) {
+    if (e.kind == triage::TriageEvent::Kind::kGpuLost) {
+      json ej = KeyJson(r, e.key);
+      ej["type"] = "gpu_lost";
+      ej["at"] = ts(e.start_ms);
+      events.push_back(std::move(ej));
+    } else {
+      events.push_back({{"type", "gap"},
+                        {"start", ts(e.start_ms)},
+                        {"end", ts(e.end_ms)},
+                        {"seconds", static_cast<double>(e.end_ms - e.start_ms) / 1000.0}});
+    }
+  }
   auto cs = r.comm_share();
   return {{"start", ts(r.first_ms)},
           {"end", ts(r.last_ms)},
@@ -220,6 +316,7 @@ nlohmann::json RenderJson(const TriageReport& r) {
           {"wasted_gpu_hours", std::round(r.wasted_gpu_hours() * 10000) / 10000},
           {"comm_share", cs ? json(std::round(*cs * 10000) / 10000) : json(nullptr)},
           {"checkpoints", checkpoints},
+          {"events", events},
           {"notes", r.notes},
           {"warnings", r.warnings}};
 }

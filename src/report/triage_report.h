@@ -8,12 +8,15 @@
 #include <vector>
 
 #include "triage/engine.h"
+#include "triage/evidence.h"
 
 namespace ww::report {
 
 struct TriageReport {
   std::vector<std::string> hosts;  // indexed by GpuKey::host
   std::vector<triage::GpuStats> gpus;
+  std::vector<triage::GpuEvidence> evidence;  // per entry of gpus
+  std::vector<triage::TriageEvent> events;
   std::vector<triage::HangEpisode> hang_episodes;
   std::vector<triage::CheckpointEpisode> checkpoints;
   std::vector<std::string> warnings;  // documented skips from the readers

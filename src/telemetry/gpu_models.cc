@@ -20,6 +20,10 @@ const std::vector<GpuModel>& KnownGpuModels() {
   return models;
 }
 
+PowerLimitRange PlausiblePowerLimits(const GpuModel& model) {
+  return {kMinPowerLimitFracOfTdp * model.tdp_w, kMaxPowerLimitFracOfTdp * model.tdp_w};
+}
+
 std::optional<GpuModel> LookupGpuModel(std::string_view name) {
   std::string lower(name);
   std::transform(lower.begin(), lower.end(), lower.begin(),

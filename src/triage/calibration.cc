@@ -26,6 +26,9 @@ size_t Bin(double w) {
 PowerCalibration::PowerCalibration(const std::string& name) : all_hist_(kBins), busy_hist_(kBins) {
   if (auto m = LookupGpuModel(name)) {
     table_tdp_w_ = m->tdp_w;
+    const PowerLimitRange limits = PlausiblePowerLimits(*m);
+    table_min_limit_w_ = limits.min_w;
+    table_max_limit_w_ = limits.max_w;
     table_idle_w_ = m->idle_w;
     table_name_ = std::string(m->name);
   }
@@ -34,7 +37,11 @@ PowerCalibration::PowerCalibration(const std::string& name) : all_hist_(kBins), 
 
 void PowerCalibration::Add(double power_w, std::optional<double> util_pct,
                            std::optional<double> limit_w) {
-  if (limit_w && *limit_w > 0) {
+  if (limit_w && *limit_w > 0 && table_max_limit_w_ &&
+      (*limit_w < *table_min_limit_w_ || *limit_w > *table_max_limit_w_)) {
+    // A limit the board cannot have must not scale every reading: the table's TDP stays the top.
+    if (!implausible_limit_w_) implausible_limit_w_ = *limit_w;
+  } else if (limit_w && *limit_w > 0) {
     if (!limit_w_ || std::abs(*limit_w_ - *limit_w) > 0.5) {
       limit_w_ = *limit_w;
       since_recompute_ = 1 << 30;  // force a recompute
@@ -144,6 +151,14 @@ void PowerCalibration::Recompute() {
   const double implied_top = floor_w_ + (compute_w_ - floor_w_) / 0.8;
   design_top_w_ = table_tdp_w_ ? *table_tdp_w_ : std::max(limit_w_.value_or(0), implied_top);
   if (design_top_w_ < floor_w_ + 1) design_top_w_ = top_w_;
+}
+
+std::optional<std::string> PowerCalibration::implausible_limit_note() const {
+  if (!implausible_limit_w_) return std::nullopt;
+  return fmt::format(
+      "logged power.limit {:.0f} W is outside what a {} can be set to ({:.0f}-{:.0f} W): "
+      "ignored, the model's TDP {:.0f} W used instead",
+      *implausible_limit_w_, table_name_, *table_min_limit_w_, *table_max_limit_w_, *table_tdp_w_);
 }
 
 std::string PowerCalibration::source() const {

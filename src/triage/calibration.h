@@ -39,12 +39,17 @@ class PowerCalibration {
 
   // "power.limit 700 W", "table: NVIDIA H100 (TDP 700 W)", "observed range 58-455 W".
   std::string source() const;
+  // When a logged limit lay outside what the model can be set to (gpu_models.h): a note saying
+  // so and that the model's TDP was used instead.
+  std::optional<std::string> implausible_limit_note() const;
 
  private:
   void Recompute();
   static double Percentile(const std::vector<uint32_t>& hist, uint64_t total, double q);
 
   std::optional<double> table_tdp_w_;
+  std::optional<double> table_min_limit_w_, table_max_limit_w_;
+  std::optional<double> implausible_limit_w_;  // the first implausible limit logged
   std::optional<double> table_idle_w_;
   std::string table_name_;
   std::optional<double> limit_w_;

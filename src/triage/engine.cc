@@ -1,9 +1,19 @@
 #include "triage/engine.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
+#include <cmath>
 #include <limits>
 
 namespace ww::triage {
+namespace {
+
+// Work transitions kept for the host clock estimate: enough for hours of a job's checkpoints and
+// steps, bounded for a starving job that flips every second.
+constexpr size_t kMaxTransitions = 200000;
+
+}  // namespace
 
 // A classified sample waiting to be emitted (held while a hang candidate may still relabel it).
 struct TriageEngine::Record {
@@ -20,6 +30,8 @@ struct TriageEngine::Gpu {
   size_t view = 0;  // index into views_
   GpuState live = GpuState::kIdle;
   bool has_live = false;
+  bool lost = false;  // the latest classified sample was a lost GPU (reported once per loss)
+  std::optional<bool> working;  // the latest sample's class was kBusy (for host moments)
   GpuStats stats;
 };
 
@@ -74,6 +86,13 @@ TriageEngine::Gpu& TriageEngine::GetGpu(GpuKey key) {
 void TriageEngine::Add(const GpuSample& s) {
   Gpu& g = GetGpu(s.key);
   if (!g.windows.Add(s)) return;
+  SignalCounts& sig = g.stats.signals;
+  if (s.power_w || s.power_instant_w) ++sig.power;
+  if (s.util_gpu_pct) ++sig.utilization;
+  if (s.mem_used_mib) ++sig.memory;
+  if (s.util_mem_pct) ++sig.memory_utilization;
+  if (s.sm_activity_ratio || s.tensor_activity_ratio || s.dram_bw_util_ratio) ++sig.activity;
+  if (s.gpu_lost) ++sig.lost;
   first_ms_ = std::min(first_ms_, s.timestamp_ms);
   last_ms_ = std::max(last_ms_, s.timestamp_ms);
   // Other GPUs' staleness is judged by their spacing as of now, so it is kept current.
@@ -83,9 +102,32 @@ void TriageEngine::Add(const GpuSample& s) {
 }
 
 void TriageEngine::Classify(Gpu& g, const SampleFeatures& f) {
-  ApplySample(f, &views_[g.view]);
-
   const int64_t now_ms = f.t_ms;
+  if (last_classified_ms_ != INT64_MIN) {
+    const double gap_s = static_cast<double>(now_ms - last_classified_ms_) / 1000.0;
+    if (gap_s > std::max(options_.job_gap_s, options_.stale_intervals * g.windows.interval_s())) {
+      OnGap(last_classified_ms_, now_ms);
+    }
+  }
+  last_classified_ms_ = std::max(last_classified_ms_, now_ms);
+  ApplySample(f, &views_[g.view]);
+  if (f.lost && !g.lost) {
+    TriageEvent e;
+    e.kind = TriageEvent::Kind::kGpuLost;
+    e.start_ms = e.end_ms = now_ms;
+    e.key = views_[g.view].key;
+    AddEvent(e);
+  }
+  g.lost = f.lost;
+  const bool working = f.cls == LocalClass::kBusy;
+  if (g.working && *g.working != working && transitions_total_ < kMaxTransitions) {
+    const GpuKey k = views_[g.view].key;
+    if (transitions_.size() <= k.host) transitions_.resize(k.host + 1);
+    transitions_[k.host].push_back({now_ms, k.gpu, working});
+    ++transitions_total_;
+  }
+  g.working = working;
+
   const JobMode mode = ClassifyJob(CountJob(views_, now_ms, options_));
   if (job_end_.Update(mode, now_ms)) {
     // The job is over; a relaunch starts afresh.
@@ -141,6 +183,47 @@ void TriageEngine::OnHangUpdate(const HangUpdate& u, int64_t now_ms) {
     if (u.hang_ended && observer_) observer_->OnHangEnded(hang_.episodes().back());
     Emit(false);
   }
+}
+
+void TriageEngine::AddEvent(const TriageEvent& e) {
+  events_.push_back(e);
+  if (observer_) observer_->OnEvent(e);
+}
+
+void TriageEngine::OnGap(int64_t gap_start_ms, int64_t now_ms) {
+  TriageEvent e;
+  e.kind = TriageEvent::Kind::kGap;
+  e.start_ms = gap_start_ms;
+  e.end_ms = now_ms;
+  AddEvent(e);
+  // Nothing is known about the gap: a hang (or a checkpoint) ends cleanly where the data stops,
+  // and what follows is judged afresh; the gap's time counts towards no episode.
+  OnHangUpdate(hang_.Interrupt(gap_start_ms), gap_start_ms);
+  checkpoints_.Finish();
+}
+
+std::vector<std::string> TriageEngine::notes() const {
+  std::vector<std::string> out = hang_.notes();
+  const std::vector<std::string>& hosts = hang_.host_names();
+  auto host = [&](uint16_t h) { return h < hosts.size() ? hosts[h] : fmt::format("host{}", h); };
+  for (const HostSkew& k : host_skews()) {
+    if (std::abs(k.offset_s) <= options_.skew_warn_s) continue;
+    out.push_back(fmt::format(
+        "{}'s clock reads {:.1f} s {} {}'s ({} moments all GPUs changed together agree): "
+        "cross-host timing (checkpoints, who waited on whom) is off by that much; correct it with "
+        "--host-offset {}={:.1f}",
+        host(k.host), std::abs(k.offset_s), k.offset_s > 0 ? "ahead of" : "behind", host(0),
+        k.matches, host(k.host), -k.offset_s));
+  }
+  return out;
+}
+
+std::vector<HostSkew> TriageEngine::host_skews() const {
+  std::vector<int> gpus_per_host(transitions_.size(), 0);
+  for (const auto& [key, gp] : gpus_) {
+    if (key.host < gpus_per_host.size()) ++gpus_per_host[key.host];
+  }
+  return EstimateHostSkews(transitions_, gpus_per_host, options_);
 }
 
 std::optional<HangCandidate> TriageEngine::hang_candidate() const { return hang_.candidate(); }
@@ -218,6 +301,7 @@ std::vector<GpuStats> TriageEngine::gpu_stats() const {
       compute = 0;
     }
     s.calibration = gp->windows.calibration().source();
+    s.implausible_limit_note = gp->windows.calibration().implausible_limit_note().value_or("");
     out.push_back(std::move(s));
   }
   return out;

@@ -28,6 +28,7 @@
 #include "core/state.h"
 #include "triage/classifier.h"
 #include "triage/episodes.h"
+#include "triage/host_clock.h"
 #include "triage/options.h"
 
 namespace ww::triage {
@@ -38,10 +39,37 @@ struct LabeledSample {
   GpuState state;
 };
 
+// How many of a GPU's samples carried each signal the classification reads (the evidence its
+// states rest on; see evidence.h).
+struct SignalCounts {
+  int64_t power = 0;               // power.draw (or .instant)
+  int64_t utilization = 0;         // utilization.gpu
+  int64_t memory = 0;              // memory.used
+  int64_t memory_utilization = 0;  // utilization.memory
+  int64_t activity = 0;            // DCGM/GPM activity counters (SM, tensor, DRAM)
+  int64_t lost = 0;                // samples of a GPU the driver reported lost
+};
+
+// Something the job's telemetry says happened that is not a GPU state: a GPU the driver lost, a
+// stretch with no samples from any GPU.
+struct TriageEvent {
+  enum class Kind : uint8_t {
+    kGpuLost,  // key: the GPU; start_ms: its first lost sample
+    kGap,      // no GPU of the job sampled from start_ms to end_ms; open episodes end at start_ms
+  };
+  Kind kind = Kind::kGpuLost;
+  int64_t start_ms = 0;
+  int64_t end_ms = 0;
+  GpuKey key;
+};
+
 struct GpuStats {
   GpuKey key;
   std::string name;
   std::string calibration;
+  // Set when the logged power limit is one the model cannot have (ignored for the calibration).
+  std::string implausible_limit_note;
+  SignalCounts signals;
   int64_t samples = 0;
   std::array<double, kNumGpuStates> seconds{};
   double total_seconds() const;
@@ -58,6 +86,8 @@ class TriageObserver {
   virtual void OnStateChange(GpuKey key, GpuState from, GpuState to, int64_t at_ms) {}
   virtual void OnHangConfirmed(const HangEpisode& episode) {}
   virtual void OnHangEnded(const HangEpisode& episode) {}
+  // A lost GPU or a gap in the input, when the engine sees it.
+  virtual void OnEvent(const TriageEvent& event) {}
 };
 
 class TriageEngine {
@@ -92,9 +122,16 @@ class TriageEngine {
   const HangEpisode* active_hang() const { return hang_.active(); }
   int64_t first_timestamp_ms() const { return first_ms_; }
   int64_t last_timestamp_ms() const { return last_ms_; }
-  // Notes for the user: e.g. a spin at the end of the log too short to confirm.
-  const std::vector<std::string>& notes() const { return hang_.notes(); }
+  // Notes for the user: e.g. a spin at the end of the log too short to confirm, a host clock
+  // that disagrees with the others. (Per-GPU notes are in gpu_stats().)
+  std::vector<std::string> notes() const;
+  // Lost GPUs and gaps, in the order seen.
+  const std::vector<TriageEvent>& events() const { return events_; }
   double wasted_gpu_hours() const;
+  const TriageOptions& options() const { return options_; }
+  // Each host's clock against the first host's, from moments their GPUs changed together (only
+  // hosts where enough moments agree).
+  std::vector<HostSkew> host_skews() const;
 
  private:
   struct Gpu;
@@ -106,6 +143,9 @@ class TriageEngine {
   void OnHangUpdate(const HangUpdate& u, int64_t now_ms);
   void Emit(bool all);
   void Account(const Record& r);
+  void AddEvent(const TriageEvent& e);
+  // No GPU sampled from gap_start_ms to now_ms: open episodes end at the gap's start.
+  void OnGap(int64_t gap_start_ms, int64_t now_ms);
 
   TriageOptions options_;
   TriageObserver* observer_;
@@ -116,6 +156,10 @@ class TriageEngine {
   HangTracker hang_;
   CheckpointTracker checkpoints_;
   JobEndTracker job_end_;
+  std::vector<TriageEvent> events_;
+  std::vector<std::vector<WorkTransition>> transitions_;  // by host, for host_skews()
+  size_t transitions_total_ = 0;
+  int64_t last_classified_ms_ = INT64_MIN;  // latest sample time any GPU was classified at
   bool trained_ = false;
   int64_t first_ms_ = INT64_MAX;
   int64_t last_ms_ = INT64_MIN;

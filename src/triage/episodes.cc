@@ -45,6 +45,20 @@ HangUpdate HangTracker::Update(JobMode mode, std::span<const GpuView> views, int
     }
     Candidate& c = *candidate_;
     c.broken_since_ms = kUnset;
+    if (!c.confirmed) {
+      // A GPU that joins the job's view while the candidate is open (after a gap in the input,
+      // every GPU's first sample comes a moment apart) belongs to it: members are chosen again.
+      for (const GpuView& g : views) {
+        if (g.cur_ms == now_ms && IsActiveInJob(g, now_ms, options_) &&
+            std::find(c.episode.gpus.begin(), c.episode.gpus.end(), g.key) ==
+                c.episode.gpus.end()) {
+          HangMembers members = ChooseHangMembers(views, mode, now_ms, options_);
+          c.episode.gpus = std::move(members.gpus);
+          c.episode.culprits = std::move(members.culprits);
+          break;
+        }
+      }
+    }
     for (const GpuView& g : views) {
       if (g.cur_ms == now_ms && g.cls == LocalClass::kSpin) c.evidence.Add(g);
     }
@@ -74,17 +88,21 @@ bool HangTracker::Confirm(int64_t now_ms, std::span<const GpuView> views,
   e.detected_at_ms = now_ms;
   e.end_ms = now_ms;
   size_t gone = 0;
+  std::vector<GpuKey> lost;
   for (GpuKey k : e.gpus) {
     for (const GpuView& v : views) {
       if (v.key == k) {
         if (v.cls == LocalClass::kGone) ++gone;
+        if (v.lost && std::find(e.culprits.begin(), e.culprits.end(), k) != e.culprits.end()) {
+          lost.push_back(k);
+        }
         break;
       }
     }
   }
   const double spin_s = static_cast<double>(e.detected_at_ms - e.start_ms) / 1000.0;
   auto reasons = HangReasons(c.evidence, e.gpus.size(), gone, e.culprits, spin_s,
-                             options_.thresholds, host_names_);
+                             options_.thresholds, host_names_, lost);
   e.reasons.insert(e.reasons.end(), reasons.begin(), reasons.end());
   e.reasons.insert(e.reasons.end(), extra_reasons.begin(), extra_reasons.end());
   return true;
@@ -117,6 +135,11 @@ HangUpdate HangTracker::End(int64_t end_ms, bool ongoing) {
   }
   candidate_.reset();
   return out;
+}
+
+HangUpdate HangTracker::Interrupt(int64_t at_ms) {
+  checkpoint_wait_since_ms_ = kUnset;
+  return End(at_ms, false);
 }
 
 std::optional<HangCandidate> HangTracker::candidate() const {

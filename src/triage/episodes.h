@@ -74,6 +74,10 @@ class HangTracker {
   bool Dismiss();
   // Closes what is open at end_ms; ongoing: the input ended, not the hang.
   HangUpdate End(int64_t end_ms, bool ongoing);
+  // The input stops at at_ms for a while (a gap): what is open ends there, not ongoing, and a
+  // wait on a quiet rank starts counting afresh after it.
+  HangUpdate Interrupt(int64_t at_ms);
+  const std::vector<std::string>& host_names() const { return host_names_; }
 
   std::optional<HangCandidate> candidate() const;
   const HangEpisode* active() const;  // the confirmed hang in progress, if any

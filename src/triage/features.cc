@@ -48,6 +48,12 @@ bool GpuWindows::Add(const GpuSample& s) {
   if (power) in.power_frac = p.power_frac;
   in.proc = p.proc;
   p.cls = ClassifyLocal(in, options_.thresholds);
+  p.lost = s.gpu_lost;
+  if (p.lost) {
+    // Whatever fields survived, a lost GPU runs nothing: its rank is gone for the job.
+    p.cls = LocalClass::kGone;
+    p.proc = ProcState::kNone;
+  }
   // A burst or a gap counts once it lasts a few hundred ms: a lone 100 ms blip (a saving rank's
   // copy kernel) is not a burst.
   p.transition = false;
@@ -143,6 +149,7 @@ SampleFeatures GpuWindows::Classify(size_t index) {
   f.power_frac = p.power_frac;
   f.util_mem_pct = p.util_mem_pct;
   f.proc = p.proc;
+  f.lost = p.lost;
   LocalClass cls = p.cls;
   if ((cls == LocalClass::kLow || cls == LocalClass::kPartial) && smooth_util_n_ > 0) {
     cls = smooth_util_sum_ / smooth_util_n_ < options_.thresholds.low_util_pct

@@ -32,6 +32,7 @@ struct SampleFeatures {
   LocalClass cls = LocalClass::kGone;  // after smoothing
   bool starved = false;                // bursts and gaps in the window: input can't keep up
   bool sustained_spin = false;         // a spin lasting min_spin_s, not an ordinary collective
+  bool lost = false;                   // the driver reported the GPU lost (cls is kGone)
   // For a kBusy sample with power: its compute share (ComputeShare between the communication and
   // the compute level); 1 otherwise. Used when the job-level state is compute.
   double compute_share = 1;
@@ -71,6 +72,7 @@ class GpuWindows {
     double power_frac;
     bool transition;            // a debounced busy<->low change completes at this sample
     int64_t spin_run_start_ms;  // for a spin sample: when its run of spin samples began
+    bool lost;                  // the GPU was reported lost: no process can run on it
   };
 
   int64_t HalfWindowMs() const;

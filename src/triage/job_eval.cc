@@ -26,6 +26,7 @@ void ApplySample(const SampleFeatures& f, GpuView* v) {
   v->last_power_w = f.power_w;
   v->last_power_frac = f.power_frac;
   v->last_util_mem_pct = f.util_mem_pct;
+  v->lost = f.lost;
   // Without a memory reading, any sign of kernels means the job runs here.
   if (f.proc == ProcState::kLoaded ||
       (f.proc == ProcState::kUnknown && f.cls != LocalClass::kGone && f.cls != LocalClass::kLow)) {
@@ -122,7 +123,8 @@ std::string GpuName(GpuKey key, const std::vector<std::string>& host_names) {
 std::vector<std::string> HangReasons(const HangEvidence& c, size_t gpus, size_t gone,
                                      const std::vector<GpuKey>& culprits, double spin_s,
                                      const Thresholds& thresholds,
-                                     const std::vector<std::string>& host_names) {
+                                     const std::vector<std::string>& host_names,
+                                     const std::vector<GpuKey>& lost) {
   std::vector<std::string> out;
   if (c.spin_samples > 0) {
     out.push_back(
@@ -136,11 +138,22 @@ std::vector<std::string> HangReasons(const HangEvidence& c, size_t gpus, size_t 
     out.push_back(fmt::format("memory-controller utilization at most {:.0f} %: no data moving",
                               c.util_mem_max_pct));
   }
-  std::string names;
-  for (GpuKey k : culprits) names += (names.empty() ? "" : ", ") + GpuName(k, host_names);
-  if (gone > 0) {
+  std::string names, lost_names;
+  for (GpuKey k : culprits) {
+    std::string& list = std::find(lost.begin(), lost.end(), k) != lost.end() ? lost_names : names;
+    list += (list.empty() ? "" : ", ") + GpuName(k, host_names);
+  }
+  if (!lost_names.empty()) {
+    out.push_back(fmt::format(
+        "{} lost: the driver reads [GPU is lost] (fell off the bus, e.g. Xid 79) while its "
+        "peers wait for it",
+        lost_names));
+  }
+  if (gone > lost.size()) {
     out.push_back(
         fmt::format("process gone on {} (memory released) while its peers wait for it", names));
+  } else if (gone > 0) {
+    // Every gone rank is a lost GPU: said above.
   } else if (!culprits.empty()) {
     out.push_back(fmt::format(
         "{} kept computing after the others were already waiting, then entered a collective "

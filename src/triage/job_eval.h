@@ -34,6 +34,7 @@ struct GpuView {
   double last_power_w = std::numeric_limits<double>::quiet_NaN();
   double last_power_frac = std::numeric_limits<double>::quiet_NaN();
   std::optional<double> last_util_mem_pct;
+  bool lost = false;  // the latest sample said the driver lost the GPU (cls is then kGone)
 };
 
 // The view after one more classified sample of its GPU.
@@ -71,12 +72,14 @@ struct HangEvidence {
 };
 
 // The reasons of a hang confirmed after spin_s of spin over `gpus` GPUs: what the spinning GPUs
-// read, and who is to blame. gone: how many of them have no process any more; host_names by
+// read, and who is to blame. gone: how many of them have no process any more (lost GPUs
+// included); lost: the culprits the driver reported lost (fell off the bus); host_names by
 // GpuKey::host.
 std::vector<std::string> HangReasons(const HangEvidence& evidence, size_t gpus, size_t gone,
                                      const std::vector<GpuKey>& culprits, double spin_s,
                                      const Thresholds& thresholds,
-                                     const std::vector<std::string>& host_names);
+                                     const std::vector<std::string>& host_names,
+                                     const std::vector<GpuKey>& lost = {});
 
 // The reason of a hang called because peers waited on quiet ranks for waited_s.
 std::string OverlongCheckpointReason(double waited_s);

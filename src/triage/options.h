@@ -11,12 +11,15 @@ namespace ww::triage {
 
 struct TriageOptions {
   Thresholds thresholds;
-  double hang_confirm_s = 45;      // spin with nobody working this long is a hang
-  double window_s = 12;            // centered window for burst/gap patterns
-  double min_run_s = 0.3;          // a burst or gap shorter than this is a blip
-  double min_spin_s = 1.0;         // a shorter spin is an ordinary collective
-  double debounce_s = 2;           // a hang candidate survives interruptions shorter than this
-  double max_gap_s = 10;           // a longer gap in a GPU's samples counts as no data
+  double hang_confirm_s = 45;  // spin with nobody working this long is a hang
+  double window_s = 12;        // centered window for burst/gap patterns
+  double min_run_s = 0.3;      // a burst or gap shorter than this is a blip
+  double min_spin_s = 1.0;     // a shorter spin is an ordinary collective
+  double debounce_s = 2;       // a hang candidate survives interruptions shorter than this
+  double max_gap_s = 10;       // a longer gap in a GPU's samples counts as no data
+  // No GPU of the job sampled for longer than this (or stale_intervals of the sample spacing):
+  // a gap in the input. Open episodes end where it starts; nothing is counted across it.
+  double job_gap_s = 30;
   double stale_s = 5;              // a GPU silent this long is left out of job decisions
   double max_checkpoint_s = 1800;  // peers spinning on a quiet rank longer than this: a hang
   double culprit_margin_s = 1.5;   // ranks that started spinning this close to the last one
@@ -43,6 +46,20 @@ struct TriageOptions {
   // A spin still unconfirmed when the input ends gets a note for the user from this long on;
   // shorter ones are ordinary waits not worth a line.
   double unconfirmed_spin_note_s = 5;
+  // A signal (power, utilization, memory, ...) counts as logged for a GPU when at least this share
+  // of its samples carry it; below, the states it separates are reported as not told apart.
+  double evidence_min_signal_share = 0.5;
+  // Host clocks (host_clock.h): a host moment is at least this share of a host's GPUs starting
+  // or stopping work within this window; moments of two hosts further apart than max_host_skew_s
+  // are not the same moment; offsets within skew_agree_s of the median agree, and at least
+  // min_skew_matches must; a skew above skew_warn_s gets a note (sampling jitter and the 1 s
+  // power average keep honest clocks within about a second).
+  double host_moment_gpu_share = 0.75;
+  double host_moment_window_s = 1.0;
+  double max_host_skew_s = 120;
+  double skew_agree_s = 1.0;
+  int min_skew_matches = 2;
+  double skew_warn_s = 2.0;
   // false: the engine never confirms a hang by itself; the caller (the live watcher, which also
   // has progress probes) calls ConfirmHangCandidate or DismissHangCandidate.
   bool auto_confirm = true;

@@ -792,5 +792,99 @@ TEST(NvsmiLogTest, TimestampFormatsNvidiaSmiWrites) {
   }
 }
 
+// Issue 19, item 4: `[GPU is lost]` is the driver saying the GPU fell off the bus (Xid 79), not a
+// failed read: the sample is marked lost (its readings absent), in its place even when the index
+// itself reads lost. `[Unknown Error]`, `[N/A]`, `[Not Supported]` only leave the field absent.
+TEST(NvsmiLogTest, GpuIsLostMarksTheSampleLost) {
+  TempDir dir;
+  std::string s = "timestamp, index, name, power.draw [W], utilization.gpu [%]\n";
+  for (int t = 0; t < 3; ++t) {
+    for (int g = 0; g < 4; ++g) {
+      std::string index = std::to_string(g), rest = fmt::format("{}, 300 W, 90 %", kH100);
+      if (g == 2 && t >= 1) {
+        rest = "[GPU is lost], [GPU is lost], [GPU is lost]";
+        if (t == 2) index = "[GPU is lost]";
+      }
+      if (g == 1) rest = fmt::format("{}, [Unknown Error], [N/A]", kH100);
+      s += fmt::format("{}, {}, {}\n", Ts(t * 100), index, rest);
+    }
+  }
+  ReadAll r = ReadReplay({dir.Write("a.csv", s)});
+  ASSERT_TRUE(r.status.ok()) << r.status.message();
+  ASSERT_EQ(r.samples.size(), 12u);
+  for (const GpuSample& x : r.samples) {
+    const int t = static_cast<int>(x.timestamp_ms - r.samples[0].timestamp_ms) / 100;
+    EXPECT_EQ(x.gpu_lost, x.key.gpu == 2 && t >= 1) << "GPU " << x.key.gpu << " tick " << t;
+    if (x.gpu_lost) {
+      EXPECT_FALSE(x.power_w.has_value());
+    }
+  }
+  // Per tick, one sample per GPU 0-3: the lost index was placed after GPU 1.
+  for (size_t tick = 0; tick < 3; ++tick) {
+    for (uint16_t g = 0; g < 4; ++g) EXPECT_EQ(r.samples[tick * 4 + g].key.gpu, g);
+  }
+  EXPECT_FALSE(r.samples[1].power_w.has_value());
+  EXPECT_FALSE(r.samples[1].gpu_lost);
+  EXPECT_THAT(r.AllWarnings(), HasSubstr("GPU reported lost"));
+  ASSERT_EQ(r.gpus.size(), 4u);
+  EXPECT_EQ(r.gpus[2].name, kH100);  // the name from before the loss
+}
+
+// Item 6: without an index column, GPU 3's rows go missing for ticks 100-129 (after the first 64
+// ticks the tick size is found from). Counted off in ticks
+// of 8, every later row would land on the wrong GPU; the reader sees the tick size change,
+// re-splits by time and skips ticks it cannot place. No row may land on another GPU.
+TEST(NvsmiLogTest, NoIndexColumnMissingRowsAreNotShiftedOntoOtherGpus) {
+  std::string s = "timestamp, power.draw [W], utilization.gpu [%], memory.used [MiB]\n";
+  int64_t t = 0;
+  for (int tick = 0; tick < 200; ++tick) {
+    for (int g = 0; g < 8; ++g) {
+      if (!(g == 3 && tick >= 100 && tick < 130)) {
+        s += fmt::format("{}, {}.00 W, {} %, {} MiB\n", Ts(t), 100 + g, 90 + g, 1000 + g);
+      }
+      t += 1;
+    }
+    t += 100 - 8;
+  }
+  TempDir dir;
+  ReadAll r = ReadReplay({dir.Write("a.csv", s)});
+  ASSERT_TRUE(r.status.ok()) << r.status.message();
+  int wrong = 0;
+  for (const GpuSample& x : r.samples) {
+    if (x.key.gpu != static_cast<int>(*x.mem_used_mib) - 1000) ++wrong;
+  }
+  EXPECT_EQ(wrong, 0) << r.AllWarnings();
+  // Whole ticks before and after the gap are all there.
+  EXPECT_GE(r.samples.size(), (200u - 32u) * 8u);
+  EXPECT_THAT(r.AllWarnings(), HasSubstr("tick size changed"));
+  EXPECT_THAT(r.AllWarnings(), HasSubstr("tick without one row per GPU skipped"));
+  // After GPU 3 is back, the reader counts again: the last ticks are whole and in place.
+  for (size_t i = r.samples.size() - 80; i < r.samples.size(); ++i) {
+    EXPECT_EQ(r.samples[i].key.gpu, static_cast<int>(*r.samples[i].mem_used_mib) - 1000);
+  }
+}
+
+// Item 7: a clock step back (NTP, DST) of an hour must not drop the rest of the log as out of
+// order: later rows are shifted forward to continue, with a warning; a small step back is jitter
+// (rows skipped, as before).
+TEST(NvsmiLogTest, ClockStepBackShiftsTheRestOfTheLogForward) {
+  std::string s = "timestamp, index, power.draw [W]\n";
+  for (int tick = 0; tick < 40; ++tick) {
+    const int64_t t = tick * 100 - (tick >= 20 ? 3600000 : 0);
+    for (int g = 0; g < 2; ++g) s += fmt::format("{}, {}, {} W\n", Ts(t), g, 100 + tick);
+  }
+  TempDir dir;
+  ReadAll r = ReadReplay({dir.Write("a.csv", s)});
+  ASSERT_TRUE(r.status.ok()) << r.status.message();
+  ASSERT_EQ(r.samples.size(), 80u) << r.AllWarnings();
+  EXPECT_THAT(r.AllWarnings(), HasSubstr("clock stepped back"));
+  EXPECT_THAT(r.AllWarnings(), HasSubstr("3600.0 s back"));
+  // Continuous: one interval after the last row before the step.
+  EXPECT_EQ(r.samples[40].timestamp_ms - r.samples[38].timestamp_ms, 100);
+  for (size_t i = 2; i < r.samples.size(); ++i) {
+    EXPECT_EQ(r.samples[i].timestamp_ms - r.samples[i - 2].timestamp_ms, 100) << i;
+  }
+}
+
 }  // namespace
 }  // namespace ww::testing

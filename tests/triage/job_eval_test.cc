@@ -378,6 +378,27 @@ TEST(JobEvalTest, HangReasonsNameTheGoneRank) {
   EXPECT_EQ(reasons[3], "no rank computing or saving for 45 s (confirmation window)");
 }
 
+// Issue 19, item 4: a GPU the driver lost (Xid 79) is gone for the job: its peers spinning on it
+// are a hang candidate (not a checkpoint wait), it is the culprit, and the reason says lost.
+TEST(JobEvalTest, LostGpuIsGoneAndTheCulprit) {
+  GpuView lost = V(3, L::kGone);
+  lost.lost = true;
+  const std::vector<GpuView> views = {V(0, L::kSpin), V(1, L::kSpin), V(2, L::kSpin), lost};
+  EXPECT_EQ(ClassifyJob(CountJob(views, kNow, kO)), M::kHangCandidate);
+  const HangMembers m = ChooseHangMembers(views, M::kHangCandidate, kNow, kO);
+  EXPECT_THAT(m.culprits, ElementsAre(GpuKey{0, 3}));
+  const auto reasons = HangReasons(Evidence(110, 125, 0.08, 0), 4, 1, m.culprits, 45, kO.thresholds,
+                                   {"node0"}, {GpuKey{0, 3}});
+  EXPECT_THAT(reasons, ::testing::Contains(HasSubstr("node0/GPU3 lost: the driver reads [GPU is "
+                                                     "lost] (fell off the bus, e.g. Xid 79)")));
+  EXPECT_THAT(reasons, ::testing::Not(::testing::Contains(HasSubstr("process gone"))));
+  // A lost GPU and a crashed rank: both said.
+  const auto both = HangReasons(Evidence(110, 125, 0.08, 0), 4, 2, {{0, 2}, {0, 3}}, 45,
+                                kO.thresholds, {"node0"}, {GpuKey{0, 3}});
+  EXPECT_THAT(both, ::testing::Contains(HasSubstr("process gone on node0/GPU2 (memory")));
+  EXPECT_THAT(both, ::testing::Contains(HasSubstr("node0/GPU3 lost")));
+}
+
 TEST(JobEvalTest, HangReasonsBlameTheLateRanks) {
   const auto reasons = HangReasons(Evidence(100, 100, 0.1, 0), 4, 0, {{0, 1}, {1, 2}}, 50,
                                    kO.thresholds, {"a", "b"});

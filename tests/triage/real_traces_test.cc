@@ -21,14 +21,14 @@ struct Collected : triage::TriageObserver {
   void OnLabel(const triage::LabeledSample& l) override { labels.push_back(l); }
 };
 
-struct Result {
+struct TraceResult {
   Collected labels;
   std::vector<triage::HangEpisode> hangs;
   int64_t first_ms = 0;
 };
 
-Result TriageFile(const std::string& file) {
-  Result r;
+TraceResult TriageFile(const std::string& file) {
+  TraceResult r;
   auto src = OpenReplay({kDir + file});
   EXPECT_TRUE(src.ok()) << src.status().message();
   if (!src.ok()) return r;
@@ -40,7 +40,7 @@ Result TriageFile(const std::string& file) {
 }
 
 // Share of samples (all GPUs) inside the intervals that carry `want`.
-double ShareIn(const Result& r, const std::vector<std::pair<double, double>>& intervals,
+double ShareIn(const TraceResult& r, const std::vector<std::pair<double, double>>& intervals,
                GpuState want, std::map<std::string, int>* by_state = nullptr) {
   int64_t hit = 0, total = 0;
   for (const auto& l : r.labels.labels) {
@@ -66,7 +66,7 @@ TEST_F(RealTraces, NoHangInAnyFile) {
        {"grantwilkins_training_profile_ckpt1.csv", "grantwilkins_training_profile_ckpt100.csv",
         "grantwilkins_training_profile_ckpt500.csv", "grantwilkins_training_profile_ckpt1000.csv",
         "grantwilkins_energy-inference_llama2-70b_2024-04-05_nvidia-smi.csv"}) {
-    Result r = TriageFile(f);
+    TraceResult r = TriageFile(f);
     EXPECT_TRUE(r.hangs.empty()) << f << ": " << r.hangs.size() << " hang(s), first at +"
                                  << (r.hangs.empty() ? 0
                                                      : (r.hangs[0].start_ms - r.first_ms) / 1000);
@@ -75,7 +75,7 @@ TEST_F(RealTraces, NoHangInAnyFile) {
 }
 
 TEST_F(RealTraces, Ckpt100WaitsAreCheckpoints) {
-  Result r = TriageFile("grantwilkins_training_profile_ckpt100.csv");
+  TraceResult r = TriageFile("grantwilkins_training_profile_ckpt100.csv");
   std::map<std::string, int> by;
   const double share = ShareIn(r,
                                {{137, 153},
@@ -94,20 +94,20 @@ TEST_F(RealTraces, Ckpt100WaitsAreCheckpoints) {
 }
 
 TEST_F(RealTraces, Ckpt1000WaitsAreCheckpoints) {
-  Result r = TriageFile("grantwilkins_training_profile_ckpt1000.csv");
+  TraceResult r = TriageFile("grantwilkins_training_profile_ckpt1000.csv");
   EXPECT_GE(ShareIn(r, {{348.9, 364.6}, {601, 616.4}}, GpuState::kCheckpoint), 0.90);
   EXPECT_GE(ShareIn(r, {{120, 340}}, GpuState::kCompute), 0.8);
 }
 
 TEST_F(RealTraces, Ckpt500GapWithoutProcessIsIdle) {
-  Result r = TriageFile("grantwilkins_training_profile_ckpt500.csv");
+  TraceResult r = TriageFile("grantwilkins_training_profile_ckpt500.csv");
   EXPECT_GE(ShareIn(r, {{403, 528}}, GpuState::kIdle), 0.99);
 }
 
 TEST_F(RealTraces, Ckpt1LongSpinOnSavingRankIsCheckpointNotHang) {
   // ~550 s of ranks 1-7 at 100 % utilization and ~150 W while rank 0 saves: the signature that
   // fools utilization dashboards. It must read as checkpoint, never hang.
-  Result r = TriageFile("grantwilkins_training_profile_ckpt1.csv");
+  TraceResult r = TriageFile("grantwilkins_training_profile_ckpt1.csv");
   EXPECT_TRUE(r.hangs.empty());
   EXPECT_GE(ShareIn(r, {{120, 660}}, GpuState::kCheckpoint), 0.6);
 }

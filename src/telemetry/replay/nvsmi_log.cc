@@ -291,12 +291,17 @@ class Warnings {
   std::map<std::string, Kind> by_kind_;
 };
 
+// `[GPU is lost]`: the driver lost the GPU (Xid 79, fell off the bus). Other bracketed values
+// (`[N/A]`, `[Not Supported]`, `[Unknown Error]`) leave only that field absent.
+bool IsGpuLost(std::string_view field) { return Trim(field) == "[GPU is lost]"; }
+
 struct Row {
   int64_t line = 0;
   int64_t timestamp_ms = 0;
   bool has_time = false;
   std::optional<int> index;
-  std::string id;  // uuid or bus id when there is no index
+  bool index_lost = false;  // the index field read [GPU is lost]
+  std::string id;           // uuid or bus id when there is no index
   GpuSample sample;
 };
 
@@ -361,16 +366,21 @@ class NvsmiLogSource final : public TelemetrySource {
       }
       if (!row) {
         if (!pending_tick_.empty()) {
+          // The last tick, if short, is dropped like any other in a re-split stretch.
+          if (resync_ && position_ != tick_rows_) drop_pending_ = true;
           FlushTick(out);
-          return Status::Ok();
+          if (!out->empty()) return Status::Ok();
         }
         return Finish();
       }
       const bool tick_done = AssignGpu(*row);
       if (tick_done && !pending_tick_.empty()) {
+        const size_t before = out->size();
         FlushTick(out);
         AcceptIntoTick(std::move(*row));
-        return Status::Ok();
+        // A dropped tick gave nothing: an empty batch would read as the end of the source.
+        if (out->size() > before) return Status::Ok();
+        continue;
       }
       AcceptIntoTick(std::move(*row));
     }
@@ -544,6 +554,10 @@ class NvsmiLogSource final : public TelemetrySource {
             Parse p = ParseNumber(f, &v);
             if (p == Parse::kOk && v >= 0 && v < 4096 && v == std::floor(v)) {
               row.index = static_cast<int>(v);
+            } else if (IsGpuLost(f)) {
+              // Placed after the previous row (AssignGpu): nvidia-smi writes GPUs in index order.
+              row.sample.gpu_lost = true;
+              row.index_lost = true;
             } else {
               row_bad = true;
               bad_msg = fmt::format("line {}: {}: '{}' is not a GPU index", n, c.name, Trim(f));
@@ -552,7 +566,11 @@ class NvsmiLogSource final : public TelemetrySource {
           }
           case Col::kUuid:
           case Col::kBusId:
-            if (row.id.empty()) row.id = ValidUtf8(Trim(f));
+            if (IsGpuLost(f)) {
+              row.sample.gpu_lost = true;
+            } else if (row.id.empty()) {
+              row.id = ValidUtf8(Trim(f));
+            }
             break;
           case Col::kPstate: {
             std::string_view v = Trim(f);
@@ -603,6 +621,8 @@ class NvsmiLogSource final : public TelemetrySource {
               std::optional<double>& field = row.sample.*c.member;
               // enforced.power.limit wins over power.limit when both are logged.
               if (c.col != Col::kPowerLimit || !field.has_value()) field = v;
+            } else if (p == Parse::kMissing) {
+              if (IsGpuLost(f)) row.sample.gpu_lost = true;
             } else if (p == Parse::kBad) {
               row_bad = true;
               bad_msg = fmt::format("line {}: {}: '{}' is not a number", n, c.name, Trim(f));
@@ -638,6 +658,7 @@ class NvsmiLogSource final : public TelemetrySource {
         row.timestamp_ms = *t;
         row.has_time = true;
       }
+      if (row.has_time) ApplyClockSteps(&row);
       if (!complete) {
         // A last line without newline whose fields all parsed: keep it only if it is whole.
         if (row_bad) {
@@ -650,12 +671,38 @@ class NvsmiLogSource final : public TelemetrySource {
         WW_RETURN_IF_ERROR(Bad(n, bad_msg, "malformed value (field left absent)"));
         if (!row.index && index_col_ >= 0) continue;  // can't place the row without its GPU
       }
+      if (row.sample.gpu_lost) {
+        warnings_.Add("GPU reported lost ([GPU is lost]; readings absent)",
+                      fmt::format("line {}", n));
+      }
       if (name_col_ >= 0) {
         const std::string_view v = Trim(fields_[static_cast<size_t>(name_col_)]);
-        if (v != name_) name_ = ValidUtf8(v);
+        if (v != name_ && !IsGpuLost(v)) name_ = ValidUtf8(v);
       }
       return std::optional<Row>(std::move(row));
     }
+  }
+
+  // A clock stepped back (NTP, a DST change logged in local time) makes every later row look
+  // out of order: all of them would be skipped. A step back of at least clock_step_back_min_ms
+  // shifts the rest of the log forward instead, to one interval after the newest row, and says
+  // so. Shorter steps stay skipped rows (jitter). A step forward is a gap for the engine.
+  void ApplyClockSteps(Row* row) {
+    row->timestamp_ms += clock_offset_ms_;
+    if (newest_row_ms_) {
+      const int64_t d = row->timestamp_ms - *newest_row_ms_;
+      if (d >= 10 && d <= 60000) row_step_ms_ = d;
+      if (-d >= options_.clock_step_back_min_ms) {
+        const int64_t shift = -d + std::max<int64_t>(row_step_ms_, 1);
+        clock_offset_ms_ += shift;
+        row->timestamp_ms += shift;
+        warnings_.Add(
+            "clock stepped back; later timestamps shifted forward to keep the log in order",
+            fmt::format("line {}: {:.1f} s back (the rest shifted forward by as much)", row->line,
+                        static_cast<double>(shift) / 1000.0));
+      }
+    }
+    newest_row_ms_ = std::max(newest_row_ms_.value_or(INT64_MIN), row->timestamp_ms);
   }
 
   static std::string_view SplitFirst(std::string_view t) {
@@ -763,6 +810,9 @@ class NvsmiLogSource final : public TelemetrySource {
       if (score > best_score * 1.5 || (best_n == 0 && score > 0)) {
         best_score = score;
         best_n = n;
+        // Halfway (geometrically) between the rows of one tick and the step to the next.
+        tick_split_ms_ = std::max<int64_t>(
+            1, static_cast<int64_t>(std::sqrt((hi_within + 1.0) * std::max(lo_between, 1.0))));
       }
     }
     if (best_n == 0 || best_score < 3) {
@@ -778,6 +828,12 @@ class NvsmiLogSource final : public TelemetrySource {
   // Sets row.sample.key; returns true when this row starts a new tick.
   bool AssignGpu(Row& row) {
     row.sample.key.host = host_index_;
+    if (row.index_lost) {
+      // The GPU after the previous row's, wrapping after the highest index seen.
+      int next = last_row_index_ + 1;
+      if (next > max_index_) next = 0;
+      row.index = next;
+    }
     if (!row.has_time) {
       // Synthetic time: one tick per interval.
       bool new_tick = false;
@@ -792,6 +848,8 @@ class NvsmiLogSource final : public TelemetrySource {
     }
     row.sample.timestamp_ms = row.timestamp_ms;
     if (row.index) {
+      last_row_index_ = *row.index;
+      max_index_ = std::max(max_index_, *row.index);
       row.sample.key.gpu = static_cast<uint16_t>(*row.index);
       return TickHas(row.sample.key.gpu);
     }
@@ -804,7 +862,57 @@ class NvsmiLogSource final : public TelemetrySource {
     // Positional: nvidia-smi writes every GPU's row each tick, in index order, so rows are
     // counted off in ticks of the size found at the start. (Timestamps alone can't split ticks:
     // nvidia-smi sometimes stalls between two rows of one tick for longer than the interval.)
-    const bool new_tick = position_ >= tick_rows_;
+    const bool has_prev = prev_row_ms_.has_value();
+    const bool looks_new =
+        row.has_time && has_prev && row.timestamp_ms - *prev_row_ms_ >= tick_split_ms_;
+    if (row.has_time) prev_row_ms_ = row.timestamp_ms;
+    bool new_tick;
+    if (!resync_) {
+      new_tick = position_ >= tick_rows_;
+      // Counting off is right while every tick has tick_rows_ rows. When a GPU's rows go missing,
+      // the count runs into the next tick: a counted boundary then falls between rows logged
+      // together. Twice in a row is not a stall (one late row): re-split ticks by time.
+      if (new_tick && tick_rows_ > 1 && row.has_time && has_prev && !looks_new) {
+        // The tick just counted may mix two ticks: dropped rather than put on wrong GPUs (after a
+        // stall that ends right before the next tick, one good tick is lost).
+        drop_pending_ = true;
+        warnings_.Add(
+            "tick without one row per GPU skipped (no index column: rows cannot be placed)",
+            fmt::format("before line {}: a tick boundary between rows logged together", row.line));
+        if (++misaligned_ticks_ >= 2) {
+          resync_ = true;
+          good_ticks_ = 0;
+          warnings_.Add(
+              "tick size changed: ticks re-split by timestamp",
+              fmt::format("line {}: rows no longer come {} per timestamp", row.line, tick_rows_));
+          // What was counted into the open tick mixes two ticks: dropped. This row sits in the
+          // middle of a tick by time, so the rest of that tick is dropped too (short).
+          drop_pending_ = true;
+          position_ = 0;
+          row.sample.key.gpu = static_cast<uint16_t>(position_++);
+          return true;
+        }
+      } else if (new_tick) {
+        misaligned_ticks_ = 0;
+      }
+    }
+    if (resync_) {
+      new_tick = looks_new || !row.has_time;
+      if (new_tick) {
+        // Positions only name GPUs in a tick with every GPU's row: a shorter or longer one is
+        // dropped, since which GPU is missing cannot be told without an index column.
+        if (position_ != tick_rows_) {
+          drop_pending_ = true;
+          warnings_.Add(
+              "tick without one row per GPU skipped (no index column: rows cannot be placed)",
+              fmt::format("before line {}: {} rows, {} GPUs", row.line, position_, tick_rows_));
+          good_ticks_ = 0;
+        } else if (++good_ticks_ >= 3) {
+          resync_ = false;  // whole ticks again: back to counting (stalls are tolerated there)
+          misaligned_ticks_ = 0;
+        }
+      }
+    }
     if (new_tick) position_ = 0;
     row.sample.key.gpu = static_cast<uint16_t>(position_++);
     return new_tick;
@@ -839,6 +947,11 @@ class NvsmiLogSource final : public TelemetrySource {
   }
 
   void FlushTick(std::vector<GpuSample>* out) {
+    if (drop_pending_) {
+      drop_pending_ = false;
+      pending_tick_.clear();
+      return;
+    }
     emitted_ += static_cast<int64_t>(pending_tick_.size());
     out->insert(out->end(), pending_tick_.begin(), pending_tick_.end());
     pending_tick_.clear();
@@ -857,7 +970,21 @@ class NvsmiLogSource final : public TelemetrySource {
   bool positional_ready_ = false;
   int tick_rows_ = 1;
   int position_ = 0;
+  // Positional logs: a gap between two rows at least this long starts a new tick (from the
+  // calibration); the tick-size check and the re-split by time (see AssignGpu).
+  int64_t tick_split_ms_ = INT64_MAX;
+  std::optional<int64_t> prev_row_ms_;
+  int misaligned_ticks_ = 0;
+  bool resync_ = false;
+  int good_ticks_ = 0;
+  bool drop_pending_ = false;
+  // Clock steps back: added to every later timestamp so the log stays in order (ReadRow).
+  int64_t clock_offset_ms_ = 0;
+  std::optional<int64_t> newest_row_ms_;
+  int64_t row_step_ms_ = 0;  // the latest row-to-row step of at least 10 ms: about one interval
   int last_index_ = -1;
+  int last_row_index_ = -1;  // index of the previous row (a lost index follows it)
+  int max_index_ = 0;
   int64_t synthetic_ticks_ = 0;
   std::optional<int64_t> last_dmon_ms_;
   int64_t day_offset_ms_ = 0;

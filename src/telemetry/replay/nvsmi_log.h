@@ -4,7 +4,12 @@
 // Documented skips (counted, reported through warnings(), never turned into zeros):
 //   - a last line cut off mid-write (no newline, or fewer fields than the header);
 //   - a row with the wrong number of fields;
-//   - a row whose timestamp does not parse, or goes back in time, or repeats a GPU's timestamp;
+//   - a row whose timestamp does not parse, or goes back in time (less than
+//     clock_step_back_min_ms: a larger step back is a clock step, and the rest of the log is
+//     shifted forward, with a warning), or repeats a GPU's timestamp;
+//   - without an index column, a tick whose row count differs from the GPUs found at the start
+//     (a GPU's rows missing): ticks are re-split by time and such ticks skipped, with a warning;
+//   - a GPU reading `[GPU is lost]` gets GpuSample::gpu_lost (and a warning), not absent fields;
 //   - a value that is "[N/A]", "[Not Supported]", "[Unknown Error]", "[GPU is lost]", "-", ...
 //     (the field is absent for that sample);
 //   - a value that is not a number or is physically implausible (power above 5 kW, utilization
@@ -35,6 +40,10 @@ struct ReplayOptions {
   // memory used); the rest are skipped unparsed, which is most of the cost of a wide log.
   bool triage_fields_only = false;
   double max_bad_row_fraction = 0.01;
+  // A timestamp this far (or more) before the newest one is a clock step back (NTP, DST): the
+  // rest of the log is shifted forward to continue in order, with a warning. Smaller steps back
+  // are out-of-order rows, skipped.
+  int64_t clock_step_back_min_ms = 10000;
   int64_t max_bad_rows_floor = 20;
 };
 

@@ -97,6 +97,12 @@ Result<ScenarioConfig> MakeScenario(const std::string& name, const ScenarioOptio
         fmt::format("--power-cap-w {}: must be above 1.5x the idle power ({} W)", c.power_cap_w,
                     c.model.idle_w));
   }
+  if (c.power_cap_w > c.model.tdp_w) {
+    // A board cannot be capped above its own limit; a cap above it would simulate power no
+    // board draws.
+    return Status::InvalidInput(fmt::format("--power-cap-w {}: above the {}'s TDP ({} W)",
+                                            c.power_cap_w, c.model.name, c.model.tdp_w));
+  }
   std::mt19937_64 rng(options.seed);
   std::uniform_real_distribution<double> u01(0, 1);
   c.comm_fraction = 0.12 + 0.3 * u01(rng);
