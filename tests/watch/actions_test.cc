@@ -135,9 +135,13 @@ TEST(Actions, WebhookErrorsAreReportedNotThrown) {
   }
   const auto got = out.WaitFor(2);
   ASSERT_EQ(got.size(), 2u);
-  EXPECT_EQ(got[0]["error"], "HTTP 500");
+  EXPECT_EQ(got[0]["error"], "POST " + r.url() + ": HTTP 500");
   ASSERT_TRUE(got[1].contains("error"));
-  EXPECT_FALSE(got[1]["error"].get<std::string>().empty());
+  // Issue 19: the error names the target and says what went wrong in words, not only
+  // httplib's "Connection".
+  const std::string why = got[1]["error"].get<std::string>();
+  EXPECT_THAT(why, HasSubstr("POST " + down.webhook_url + ": cannot connect"));
+  EXPECT_THAT(why, HasSubstr("[Connection]"));
 }
 
 TEST(Actions, WebhookUrlIsCheckedUpFront) {
