@@ -2,10 +2,14 @@
 // WATTWATCH_* environment, and the time limits that keep a stuck action from outliving its turn.
 #include "watch/actions.h"
 
+#include <arpa/inet.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <condition_variable>
@@ -119,11 +123,19 @@ TEST(Actions, WebhookErrorsAreReportedNotThrown) {
     runner.Submit(HangEvent());
     out.WaitFor(1);
   }
-  // Nothing listens on a port that was just bound and released.
+  // Nothing listens on a port that was just bound and released. (Not via httplib::Server, whose
+  // destructor leaves its listening socket open: a port that accepts and never answers.)
   int closed_port = 0;
   {
-    httplib::Server s;
-    closed_port = s.bind_to_any_port("127.0.0.1");
+    const int fd = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+    socklen_t len = sizeof a;
+    getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+    closed_port = ntohs(a.sin_port);
+    close(fd);
   }
   ActionConfig down;
   down.webhook_url = "http://127.0.0.1:" + std::to_string(closed_port) + "/hook";
