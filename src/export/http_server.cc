@@ -18,6 +18,7 @@
 #include <chrono>
 #include <map>
 #include <system_error>
+#include <thread>
 #include <vector>
 
 #include "core/strings.h"
@@ -72,6 +73,9 @@ bool ConstantTimeEquals(const std::string& a, const std::string& b) {
 
 namespace {
 
+// Socket deadlines are real time by nature (poll() waits in real time), so they are not on the
+// watcher's Clock: a replay at --speed 100 does not make a client's request timeout 100 times
+// shorter.
 using SteadyClock = std::chrono::steady_clock;
 
 std::string ErrnoText(int err) { return std::error_code(err, std::generic_category()).message(); }
@@ -272,7 +276,11 @@ class MetricsServer::Loop {
         timeout_ms = static_cast<int>(std::clamp<int64_t>(left, 0, 60'000));
       }
       const int ready = ::poll(fds.data(), fds.size(), timeout_ms);
-      if (ready < 0 && errno != EINTR) break;
+      if (ready < 0) {
+        // EINTR, or ENOMEM for the moment: serving must not end over it.
+        if (errno != EINTR) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        continue;
+      }
       if (stop_.load()) break;
       if (ready > 0) {
         if (fds[0].revents != 0) {
