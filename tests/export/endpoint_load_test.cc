@@ -15,6 +15,7 @@
 
 #include <chrono>
 #include <fstream>
+#include <iostream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -127,6 +128,10 @@ TEST(EndpointUnderLoad, SlowAndIdleClientsNeitherBlindTheWatcherNorHoldItsExit) 
   const int rc = WaitFor(pid, 30);
   const double exit_s = SecondsSince(sent);
   attack.Stop();
+  std::cout << fmt::format(
+      "{} scrapes, slowest {:.3f} s; slow connections cut {} times, idle {}; exit {:.3f} s after "
+      "SIGTERM\n",
+      scrapes, slowest_s, attack.slow_cut(), attack.idle_cut(), exit_s);
   EXPECT_EQ(rc, 0) << ReadFile(err_file);
   EXPECT_LT(exit_s, 2.0) << "SIGTERM under load";
 }
