@@ -71,6 +71,15 @@ void AddCommonFlags(CLI::App* cmd, WatchFlags* flags, bool run_mode) {
       ->expected(1)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
       ->allow_extra_args(false);
+  cmd->add_option("--peer-unknown-s", w->policy.peer_unknown_s,
+                  "while a --peer cannot be read, confirm a hang only after this long (a "
+                  "checkpoint over there cannot be ruled out), and say so in the reasons")
+      ->check(CLI::Range(1.0, 86400.0))
+      ->capture_default_str();
+  cmd->add_option("--state-token-file", f->state_token_file,
+                  "file holding a token: /state then needs \"Authorization: Bearer TOKEN\" (401 "
+                  "without), and --peer requests send it; the same file on every host")
+      ->check(CLI::ExistingFile);
   if (!run_mode) {
     cmd->add_option(
         "--pid", f->pid,
@@ -139,7 +148,11 @@ job is alive, e.g. a checkpoint. With no progress, the hang is confirmed after -
 or --confirm-proc-s ({} s) when the job's processes are watched. All durations are watch time:
 a replay at --speed 20 confirms 20 times sooner in real time.
 
-Endpoints: /metrics (Prometheus), /state (JSON: states, hang, probes), /healthz.
+An unreachable --peer is unknown, not quiet: the hang then waits --peer-unknown-s ({} s).
+
+Endpoints: /metrics (Prometheus), /state (JSON: states, hang, probes), /healthz. A request must
+arrive whole within {} s of its first byte; slow or idle clients hold no thread. /state is open
+unless --state-token-file; --listen on a non-loopback address without it warns.
 
 Examples:
   wattwatch watch --progress-log /job/train.log --progress-regex 'step \d+' --events ev.jsonl
@@ -149,7 +162,9 @@ Examples:
 
 Exit codes: 0 stopped (signal, or the replay ended); 2 bad flags, NVML or a log unavailable, or
 the port in use; 3 with --fail-on-hang when a hang was confirmed.)",
-                            d.watch.policy.confirm_s, d.watch.policy.confirm_proc_s));
+                            d.watch.policy.confirm_s, d.watch.policy.confirm_proc_s,
+                            d.watch.policy.peer_unknown_s,
+                            static_cast<double>(d.watch.server.request_timeout_ms) / 1000.0));
   watch->callback([wf, exit_code] { *exit_code = RunWatch(*wf, false); });
 
   auto rf = std::make_shared<WatchFlags>();

@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "watch/child.h"
+#include "watch/http_error.h"
 
 namespace ww::watch {
 namespace {
@@ -147,10 +148,13 @@ void ActionRunner::RunWebhook(const nlohmann::json& event) {
   const std::string body = event.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   auto res = client.Post(parts->path, body, "application/json");
   if (!res) {
-    outcome["error"] = httplib::to_string(res.error());
+    outcome["error"] = fmt::format("POST {}: {}", config_.webhook_url,
+                                   DescribeHttpError(res.error(), config_.webhook_timeout_s));
   } else {
     outcome["status"] = res->status;
-    if (res->status >= 300) outcome["error"] = fmt::format("HTTP {}", res->status);
+    if (res->status >= 300) {
+      outcome["error"] = fmt::format("POST {}: HTTP {}", config_.webhook_url, res->status);
+    }
   }
   report_(outcome);
 }

@@ -7,6 +7,13 @@
 // candidate is dismissed. Otherwise the hang is confirmed once the candidate
 // has lasted confirm_s (default 60 s), or confirm_proc_s (default 30 s) when a
 // process probe is reading the job's processes and sees nothing move.
+//
+// A probe that sees other hosts (a --peer) is the one signal that can tell a
+// remote rank-0 checkpoint from a hang; while it cannot be read, what it would
+// say is unknown, never "no progress". The hang is then confirmed only once
+// the candidate has lasted peer_unknown_s (default 300 s, at least confirm_s),
+// the peer has been unreachable that long, and no other signal moved; the
+// reasons say that it was confirmed without the peer.
 #pragma once
 
 #include <cstdint>
@@ -19,13 +26,16 @@ namespace ww::watch {
 struct HangPolicyOptions {
   double confirm_s = 60;
   double confirm_proc_s = 30;
+  double peer_unknown_s = 300;  // with a peer unreachable: how long before confirming without it
 };
 
 struct ProbeState {
   std::string kind;
   bool available = false;  // the last poll read its signal
   bool watches_process = false;
+  bool sees_other_hosts = false;  // a peer: unknown, not quiet, while it cannot be read
   int64_t last_moved_ms = INT64_MIN;
+  int64_t unavailable_since_ms = INT64_MIN;  // since when it has not been read; MIN: it is
   bool last_move_was_write = false;
   std::string last_detail;       // the last poll's detail
   std::string last_move_detail;  // what moved last time it moved
@@ -35,9 +45,10 @@ enum class HangVerdict { kNoCandidate, kWaiting, kConfirm, kDismiss };
 
 struct HangDecision {
   HangVerdict verdict = HangVerdict::kNoCandidate;
-  double quiet_s = 0;                // how long the candidate has lasted with no progress
-  double needed_s = 0;               // how long it must last
-  std::vector<std::string> reasons;  // for kConfirm: the probes' evidence; kDismiss: what moved
+  double quiet_s = 0;   // how long the candidate has lasted with no progress
+  double needed_s = 0;  // how long it must last
+  // kConfirm: the probes' evidence; kDismiss: what moved; kWaiting: why longer than usual
+  std::vector<std::string> reasons;
 };
 
 HangDecision DecideHang(int64_t now_ms, std::optional<int64_t> candidate_start_ms,

@@ -19,6 +19,8 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "watch/http_error.h"
+
 namespace ww::watch {
 namespace {
 
@@ -335,20 +337,40 @@ class ProcessProbe final : public ProgressProbe {
 
 class PeerProbe final : public ProgressProbe {
  public:
-  PeerProbe(std::string address, int64_t interval_ms)
-      : address_(std::move(address)), interval_ms_(std::max<int64_t>(50, interval_ms)) {
-    if (address_.find("://") == std::string::npos) address_ = "http://" + address_;
+  PeerProbe(const std::string& address, PeerProbeOptions o)
+      : target_(address),
+        o_(std::move(o)),
+        client_(address.find("://") == std::string::npos ? "http://" + address : address) {
+    o_.interval_ms = std::max<int64_t>(50, o_.interval_ms);
+    // The target as a user wrote it, without a scheme: "127.0.0.1:9401".
+    if (const size_t scheme = target_.find("://"); scheme != std::string::npos) {
+      target_ = target_.substr(scheme + 3);
+    }
+    client_.set_connection_timeout(std::chrono::milliseconds(o_.connect_timeout_ms));
+    client_.set_read_timeout(std::chrono::milliseconds(o_.read_timeout_ms));
+    client_.set_write_timeout(std::chrono::milliseconds(o_.read_timeout_ms));
+    if (!o_.bearer_token.empty()) client_.set_bearer_token_auth(o_.bearer_token);
+    detail_ = fmt::format("peer {}: no answer yet", target_);
     thread_ = std::thread([this] { Loop(); });
   }
   ~PeerProbe() override {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      stop_ = true;
-    }
+    std::unique_lock<std::mutex> lock(mu_);
+    stop_ = true;
     cv_.notify_all();
+    // A request in flight to a peer that does not answer would hold the watcher's exit for the
+    // whole read timeout: cut it. Again until the thread is out, as a request may start between
+    // its check of stop_ and the first stop().
+    while (!finished_) {
+      lock.unlock();
+      client_.stop();
+      lock.lock();
+      cv_.wait_for(lock, std::chrono::milliseconds(20), [this] { return finished_; });
+    }
+    lock.unlock();
     thread_.join();
   }
   std::string kind() const override { return "peer"; }
+  bool sees_other_hosts() const override { return true; }
 
   ProbeReading Poll(double) override {
     std::lock_guard<std::mutex> lock(mu_);
@@ -363,24 +385,27 @@ class PeerProbe final : public ProgressProbe {
 
  private:
   void Loop() {
-    httplib::Client client(address_);
-    client.set_connection_timeout(std::chrono::milliseconds(1000));
-    client.set_read_timeout(std::chrono::milliseconds(2000));
     std::unique_lock<std::mutex> lock(mu_);
     while (!stop_) {
       lock.unlock();
       bool ok = false;
       int working = 0;
       std::string detail;
-      auto res = client.Get("/state");
+      auto res = client_.Get("/state");
       if (!res) {
-        detail = fmt::format("peer {}: {}", address_, httplib::to_string(res.error()));
+        detail = fmt::format("peer {}: {}", target_,
+                             DescribeHttpError(res.error(), o_.read_timeout_ms / 1000.0));
+      } else if (res->status == 401) {
+        detail = fmt::format(
+            "peer {}: HTTP 401, /state needs a token (--state-token-file, the same on every "
+            "host){}",
+            target_, o_.bearer_token.empty() ? "" : "; this one was refused");
       } else if (res->status != 200) {
-        detail = fmt::format("peer {}: HTTP {}", address_, res->status);
+        detail = fmt::format("peer {}: HTTP {} from /state", target_, res->status);
       } else {
         const auto j = nlohmann::json::parse(res->body, nullptr, false);
         if (j.is_discarded() || !j.is_object()) {
-          detail = fmt::format("peer {}: /state is not JSON", address_);
+          detail = fmt::format("peer {}: /state is not JSON", target_);
         } else {
           ok = true;
           std::map<std::string, int> counts;
@@ -401,7 +426,7 @@ class PeerProbe final : public ProgressProbe {
           }
           const auto host = j.find("host");
           detail =
-              fmt::format("peer {} ({}): {}", address_,
+              fmt::format("peer {} ({}): {}", target_,
                           host != j.end() && host->is_string() ? host->get<std::string>() : "?",
                           summary.empty() ? "no GPUs yet" : summary);
         }
@@ -411,18 +436,22 @@ class PeerProbe final : public ProgressProbe {
       working_ = working;
       detail_ = std::move(detail);
       ++seq_;
-      cv_.wait_for(lock, std::chrono::milliseconds(interval_ms_), [this] { return stop_; });
+      cv_.wait_for(lock, std::chrono::milliseconds(o_.interval_ms), [this] { return stop_; });
     }
+    finished_ = true;
+    cv_.notify_all();
   }
 
-  std::string address_;
-  int64_t interval_ms_;
+  std::string target_;
+  PeerProbeOptions o_;
+  httplib::Client client_;  // used by the thread; stop() from the destructor
   std::mutex mu_;
   std::condition_variable cv_;
   bool stop_ = false;
+  bool finished_ = false;
   bool ok_ = false;
   int working_ = 0;
-  std::string detail_ = "no answer yet";
+  std::string detail_;
   uint64_t seq_ = 0;
   uint64_t seen_seq_ = 0;
   std::thread thread_;
@@ -430,8 +459,8 @@ class PeerProbe final : public ProgressProbe {
 
 }  // namespace
 
-std::unique_ptr<ProgressProbe> MakePeerProbe(const std::string& address, int64_t interval_ms) {
-  return std::make_unique<PeerProbe>(address, interval_ms);
+std::unique_ptr<ProgressProbe> MakePeerProbe(const std::string& address, PeerProbeOptions options) {
+  return std::make_unique<PeerProbe>(address, std::move(options));
 }
 
 Result<std::unique_ptr<ProgressProbe>> MakeLogProbe(const std::string& path,

@@ -52,6 +52,9 @@ class ProgressProbe {
   // A process probe watches the job itself: when it sees nothing move the hang
   // policy may confirm sooner (--confirm-proc-s).
   virtual bool watches_process() const { return false; }
+  // A probe that sees other hosts (a peer) is the only view of a remote checkpoint: while it
+  // cannot be read, the hang policy takes it as unknown, not as quiet (hang_policy.h).
+  virtual bool sees_other_hosts() const { return false; }
 };
 
 // Follows `path` from its current end; lines longer than 64 KiB are cut.
@@ -75,9 +78,17 @@ std::unique_ptr<ProgressProbe> MakeProcessProbe(pid_t pid, ProcessProbeOptions o
 // background thread every `interval_ms` (a slow peer never delays sampling). Progress is a GPU
 // there in compute, data_starved or checkpoint: the job is alive on that host, e.g. rank 0
 // saving while every rank here waits for it. `communication` is not: spinning peers of a real
-// hang show it until their own watchers confirm.
+// hang show it until their own watchers confirm. A peer that does not answer is unavailable, its
+// detail saying why ("peer 10.0.0.2:9401: cannot connect (...) [Connection]"). Destroying the
+// probe cuts a request in flight, so it never holds the watcher's exit.
+struct PeerProbeOptions {
+  int64_t interval_ms = 1000;  // real time between requests
+  int64_t connect_timeout_ms = 1000;
+  int64_t read_timeout_ms = 2000;
+  std::string bearer_token;  // non-empty: sent as "Authorization: Bearer ..." (--state-token-file)
+};
 std::unique_ptr<ProgressProbe> MakePeerProbe(const std::string& address,
-                                             int64_t interval_ms = 1000);
+                                             PeerProbeOptions options = {});
 
 // Totals over a process tree, exposed for tests and `run`'s reasons.
 struct ProcessTreeTotals {

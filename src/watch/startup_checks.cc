@@ -2,11 +2,14 @@
 
 #include <fmt/format.h>
 #include <signal.h>
+#include <sys/stat.h>
 
 #include <cerrno>
 #include <cstdio>
 #include <fstream>
 
+#include "core/env.h"
+#include "core/strings.h"
 #include "watch/child.h"
 
 namespace ww::watch {
@@ -48,6 +51,35 @@ Status WriteReadyFile(const std::string& path, const std::string& address) {
     return Status::IoError(fmt::format("--ready-file {}: cannot rename", path));
   }
   return Status::Ok();
+}
+
+Result<std::string> ReadStateToken(const std::string& path, std::string* warning) {
+  constexpr uint64_t kMaxTokenBytes = 4096;
+  auto text = DefaultEnv()->ReadFileToString(path, kMaxTokenBytes);
+  if (!text.ok()) {
+    return Status::InvalidInput(
+        fmt::format("--state-token-file {}: {}", path, text.status().message()));
+  }
+  const std::string token(TrimSpace(*text));
+  if (token.empty()) {
+    return Status::InvalidInput(fmt::format("--state-token-file {}: the file is empty", path));
+  }
+  for (const char c : token) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u <= 0x20 || u == 0x7f) {
+      return Status::InvalidInput(fmt::format(
+          "--state-token-file {}: the token must be one word (no spaces, line breaks or control "
+          "characters), as it travels in an HTTP header",
+          path));
+    }
+  }
+  struct stat st {};
+  if (warning != nullptr && ::stat(path.c_str(), &st) == 0 && (st.st_mode & 0077) != 0) {
+    *warning =
+        fmt::format("--state-token-file {}: readable by other users (mode {:04o}); chmod 600 it",
+                    path, st.st_mode & 07777);
+  }
+  return token;
 }
 
 }  // namespace ww::watch

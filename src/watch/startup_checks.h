@@ -20,6 +20,11 @@ Status CheckWatchedPid(int pid);
 // --diag-signal: "", "none" -> nullopt; "USR1", "SIGUSR1", "10" -> the number.
 Result<std::optional<int>> ParseDiagSignal(const std::string& name);
 
+// --state-token-file: the token, read once (surrounding whitespace and a final newline dropped).
+// kInvalidInput naming the file when it is missing, empty, over 4 KiB, or holds anything an HTTP
+// header cannot carry (spaces, control characters). *warning: set when other users may read it.
+Result<std::string> ReadStateToken(const std::string& path, std::string* warning);
+
 // --ready-file: the bound address, written to a temporary file and renamed so a reader never sees
 // half of it.
 Status WriteReadyFile(const std::string& path, const std::string& address);

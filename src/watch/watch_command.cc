@@ -60,11 +60,26 @@ int RunWatchCommand(const WatchCommandOptions& f, bool run_mode, std::atomic<int
     probes.push_back(std::move(*p));
   }
   if (!f.heartbeat.empty()) probes.push_back(MakeHeartbeatProbe(f.heartbeat));
+  std::string token;
+  if (!f.state_token_file.empty()) {
+    std::string warning;
+    auto t = ReadStateToken(f.state_token_file, &warning);
+    if (!t.ok()) {
+      err << name << t.status().message() << "\n";
+      return kExitBadInput;
+    }
+    if (!warning.empty()) spdlog::warn("{}", warning);
+    token = *t;
+    o.server.state_token = token;
+  }
   for (const std::string& peer : f.peers) {
     // The peer thread runs in real time; a replay's watch time runs --speed times faster.
     const auto real_ms = static_cast<int64_t>(static_cast<double>(o.probe_interval_ms) /
                                               (opened->live ? 1.0 : o.speed));
-    probes.push_back(MakePeerProbe(peer, std::max<int64_t>(50, real_ms)));
+    PeerProbeOptions po;
+    po.interval_ms = std::max<int64_t>(50, real_ms);
+    po.bearer_token = token;
+    probes.push_back(MakePeerProbe(peer, po));
   }
   if (f.pid != 0) {
     if (Status st = CheckWatchedPid(f.pid); !st.ok()) {

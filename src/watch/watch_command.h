@@ -33,7 +33,10 @@ struct WatchCommandOptions {
   std::string progress_regex = ".";
   std::string heartbeat;
   std::vector<std::string> peers;  // HOST:PORT of other hosts' watchers
-  int pid = 0;                     // watch: the job's process; 0: none
+  // A file holding the bearer token that /state requires and that requests to peers carry (the
+  // same file on every host of the job); read once at start. Empty: /state is open.
+  std::string state_token_file;
+  int pid = 0;  // watch: the job's process; 0: none
   ProcessProbeOptions process;
 
   std::string hook;  // with hook_args, becomes watch.actions.hook_argv

@@ -82,6 +82,9 @@ json StateJson(const StateView& v, const GpuNamer& name) {
     j["hang_candidate"] = {{"since", FormatIsoMs(*v.candidate_start_ms)},
                            {"quiet_s", v.decision.quiet_s},
                            {"needed_s", v.decision.needed_s}};
+    if (v.decision.verdict == HangVerdict::kWaiting && !v.decision.reasons.empty()) {
+      j["hang_candidate"]["waiting"] = v.decision.reasons;
+    }
   } else {
     j["hang_candidate"] = nullptr;
   }
@@ -96,6 +99,9 @@ json StateJson(const StateView& v, const GpuNamer& name) {
   for (const auto& p : v.probes) {
     json pj = {{"kind", p.kind}, {"available", p.available}, {"detail", p.last_detail}};
     if (p.last_moved_ms != INT64_MIN) pj["last_moved"] = FormatIsoMs(p.last_moved_ms);
+    if (p.unavailable_since_ms != INT64_MIN) {
+      pj["unavailable_since"] = FormatIsoMs(p.unavailable_since_ms);
+    }
     probes.push_back(pj);
   }
   j["probes"] = probes;

@@ -42,8 +42,10 @@ Watcher::Watcher(TelemetrySource* source, Clock* clock, WatchOptions options,
     ProbeState s;
     s.kind = p->kind();
     s.watches_process = p->watches_process();
+    s.sees_other_hosts = p->sees_other_hosts();
     probe_states_.push_back(s);
   }
+  peer_out_reported_.assign(probes_.size(), false);
 }
 
 Watcher::~Watcher() {
@@ -74,11 +76,22 @@ Status Watcher::Start() {
   });
   Publish(false);
   if (!o_.listen.empty()) {
-    server_ = std::make_unique<exporter::MetricsServer>(&snapshot_);
+    server_ = std::make_unique<exporter::MetricsServer>(&snapshot_, o_.server);
     auto addr = server_->Start(o_.listen);
     if (!addr.ok()) return addr.status();
     summary_.listen_address = *addr;
     spdlog::info("serving http://{}/metrics", *addr);
+    std::string host;
+    int port = 0;
+    if (exporter::ParseListenAddress(o_.listen, &host, &port).ok() &&
+        !exporter::IsLoopbackHost(host) && o_.server.state_token.empty()) {
+      // /state names the job's hosts, GPUs and probes (log paths, pids): say it is open.
+      spdlog::warn(
+          "--listen {}: /state has no authentication and is reachable from other machines; "
+          "--state-token-file FILE requires \"Authorization: Bearer\" with the file's token "
+          "(give the same file to the watchers that --peer this one)",
+          o_.listen);
+    }
     if (!o_.ready_file.empty()) {
       if (Status st = WriteReadyFile(o_.ready_file, *addr); !st.ok()) return st;
     }
@@ -201,6 +214,22 @@ void Watcher::PollProbes(int64_t now_ms) {
   for (size_t i = 0; i < probes_.size(); ++i) {
     ProbeReading r = probes_[i]->Poll(elapsed_s);
     ProbeState& s = probe_states_[i];
+    if (s.sees_other_hosts) {
+      // Said when it changes, not every poll: while a peer is out, hangs wait --peer-unknown-s.
+      if (!r.available && r.detail != s.last_detail) {
+        spdlog::warn("{} (while it is out, a hang is confirmed only after {:.0f} s)", r.detail,
+                     std::max(o_.policy.confirm_s, o_.policy.peer_unknown_s));
+        peer_out_reported_[i] = true;
+      } else if (r.available && peer_out_reported_[i]) {
+        spdlog::info("{}: answers again", r.detail);
+        peer_out_reported_[i] = false;
+      }
+    }
+    if (r.available) {
+      s.unavailable_since_ms = INT64_MIN;
+    } else if (s.unavailable_since_ms == INT64_MIN) {
+      s.unavailable_since_ms = now_ms;
+    }
     s.available = r.available;
     s.last_detail = r.detail;
     if (r.moved) {

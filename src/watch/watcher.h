@@ -60,9 +60,10 @@ struct WatchOptions {
   triage::TriageOptions triage;  // auto_confirm is turned off: the policy confirms
   HangPolicyOptions policy;
   ActionConfig actions;
-  std::string listen;       // "HOST:PORT"; empty: no HTTP endpoint
-  std::string ready_file;   // written with the bound address once /metrics serves
-  std::string events_path;  // --events FILE.jsonl; empty: none
+  std::string listen;              // "HOST:PORT"; empty: no HTTP endpoint
+  exporter::ServerOptions server;  // the endpoint's limits, and the /state token
+  std::string ready_file;          // written with the bound address once /metrics serves
+  std::string events_path;         // --events FILE.jsonl; empty: none
   // A state must last this long (watch time) before a state_change event is
   // written; compute and communication alternate within every step and would
   // otherwise flood the log.
@@ -123,6 +124,7 @@ class Watcher final : public triage::TriageObserver {
   WatchOptions o_;
   std::vector<std::unique_ptr<ProgressProbe>> probes_;
   std::vector<ProbeState> probe_states_;
+  std::vector<bool> peer_out_reported_;  // per probe: its being out was logged
   triage::TriageEngine engine_;
   exporter::WatchMetrics metrics_;
   exporter::MetricsSnapshot snapshot_;

@@ -2,10 +2,14 @@
 // WATTWATCH_* environment, and the time limits that keep a stuck action from outliving its turn.
 #include "watch/actions.h"
 
+#include <arpa/inet.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <condition_variable>
@@ -119,11 +123,19 @@ TEST(Actions, WebhookErrorsAreReportedNotThrown) {
     runner.Submit(HangEvent());
     out.WaitFor(1);
   }
-  // Nothing listens on a port that was just bound and released.
+  // Nothing listens on a port that was just bound and released. (Not via httplib::Server, whose
+  // destructor leaves its listening socket open: a port that accepts and never answers.)
   int closed_port = 0;
   {
-    httplib::Server s;
-    closed_port = s.bind_to_any_port("127.0.0.1");
+    const int fd = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+    socklen_t len = sizeof a;
+    getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+    closed_port = ntohs(a.sin_port);
+    close(fd);
   }
   ActionConfig down;
   down.webhook_url = "http://127.0.0.1:" + std::to_string(closed_port) + "/hook";
@@ -135,9 +147,13 @@ TEST(Actions, WebhookErrorsAreReportedNotThrown) {
   }
   const auto got = out.WaitFor(2);
   ASSERT_EQ(got.size(), 2u);
-  EXPECT_EQ(got[0]["error"], "HTTP 500");
+  EXPECT_EQ(got[0]["error"], "POST " + r.url() + ": HTTP 500");
   ASSERT_TRUE(got[1].contains("error"));
-  EXPECT_FALSE(got[1]["error"].get<std::string>().empty());
+  // Issue 19: the error names the target and says what went wrong in words, not only
+  // httplib's "Connection".
+  const std::string why = got[1]["error"].get<std::string>();
+  EXPECT_THAT(why, HasSubstr("POST " + down.webhook_url + ": cannot connect"));
+  EXPECT_THAT(why, HasSubstr("[Connection]"));
 }
 
 TEST(Actions, WebhookUrlIsCheckedUpFront) {

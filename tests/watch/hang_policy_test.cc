@@ -21,6 +21,17 @@ ProbeState Probe(const char* kind, bool available, int64_t moved_ms, bool proces
   return p;
 }
 
+// A --peer probe: sees other hosts; `out_since_ms` is when it stopped answering (INT64_MIN: it
+// answers).
+ProbeState Peer(bool available, int64_t moved_ms, int64_t out_since_ms = INT64_MIN) {
+  ProbeState p = Probe("peer", available, moved_ms);
+  p.sees_other_hosts = true;
+  p.unavailable_since_ms = available ? INT64_MIN : out_since_ms;
+  p.last_detail = available ? "peer 10.0.0.1:9400 (node0): 4 communication"
+                            : "peer 10.0.0.1:9400: cannot connect [Connection]";
+  return p;
+}
+
 struct Row {
   const char* name;
   bool candidate;
@@ -84,6 +95,74 @@ TEST(HangPolicy, Table) {
        {Probe("heartbeat", true, kStart + 40000), Probe("process", true, INT64_MIN, true)},
        HangVerdict::kDismiss,
        0},
+      // Issue 19: an unreachable peer is unknown, never "no progress".
+      {"peer answers, shows no work, process quiet 30 s",
+       true,
+       30,
+       {Peer(true, INT64_MIN), Probe("process", true, INT64_MIN, true)},
+       HangVerdict::kConfirm,
+       30},
+      {"peer unreachable, process quiet 30 s: a remote checkpoint is not ruled out",
+       true,
+       30,
+       {Peer(false, INT64_MIN, kStart - 60000), Probe("process", true, INT64_MIN, true)},
+       HangVerdict::kWaiting,
+       300},
+      {"peer unreachable, 60 s (--confirm-s) is not enough either",
+       true,
+       60,
+       {Peer(false, INT64_MIN, kStart - 60000), Probe("process", true, INT64_MIN, true)},
+       HangVerdict::kWaiting,
+       300},
+      {"peer unreachable 299 s into the wait",
+       true,
+       299,
+       {Peer(false, INT64_MIN, kStart - 60000), Probe("process", true, INT64_MIN, true)},
+       HangVerdict::kWaiting,
+       300},
+      {"peer unreachable all along, 300 s, nothing else moved: confirmed without it",
+       true,
+       300,
+       {Peer(false, INT64_MIN, kStart - 60000), Probe("process", true, INT64_MIN, true)},
+       HangVerdict::kConfirm,
+       300},
+      {"peer answered quiet, then went out 200 s into the wait: 300 s of outage first",
+       true,
+       400,
+       {Peer(false, INT64_MIN, kStart + 200000), Probe("process", true, INT64_MIN, true)},
+       HangVerdict::kWaiting,
+       300},
+      {"... and confirmed once it has been out 300 s",
+       true,
+       500,
+       {Peer(false, INT64_MIN, kStart + 200000), Probe("process", true, INT64_MIN, true)},
+       HangVerdict::kConfirm,
+       300},
+      {"peer unreachable, but the process writes: dismissed at once",
+       true,
+       20,
+       {Peer(false, INT64_MIN, kStart), Probe("process", true, kStart + 10000, true, true)},
+       HangVerdict::kDismiss,
+       0},
+      {"peer unreachable, GPU-only watch waits too",
+       true,
+       60,
+       {Peer(false, INT64_MIN, kStart)},
+       HangVerdict::kWaiting,
+       300},
+      {"one of two peers unreachable still waits",
+       true,
+       30,
+       {Peer(true, INT64_MIN), Peer(false, INT64_MIN, kStart),
+        Probe("process", true, INT64_MIN, true)},
+       HangVerdict::kWaiting,
+       300},
+      {"an unreadable heartbeat is not a peer: no wait for it",
+       true,
+       30,
+       {Probe("heartbeat", false, INT64_MIN), Probe("process", true, INT64_MIN, true)},
+       HangVerdict::kConfirm,
+       30},
   };
   for (const Row& r : rows) {
     SCOPED_TRACE(r.name);
@@ -113,6 +192,39 @@ TEST(HangPolicy, ReasonsNameTheEvidence) {
       DecideHang(kStart + 5000, kStart, {Probe("process", true, kStart + 2000, true, true)}, {});
   ASSERT_EQ(w.verdict, HangVerdict::kDismiss);
   EXPECT_NE(w.reasons.front().find("a checkpoint"), std::string::npos) << w.reasons.front();
+}
+
+TEST(HangPolicy, AHangConfirmedWithoutAPeerSaysSo) {
+  const auto d = DecideHang(
+      kStart + 310000, kStart,
+      {Peer(false, INT64_MIN, kStart - 5000), Probe("process", true, INT64_MIN, true)}, {});
+  ASSERT_EQ(d.verdict, HangVerdict::kConfirm);
+  std::string all;
+  for (const auto& r : d.reasons) all += r + "\n";
+  EXPECT_NE(all.find("peer: unreachable for 315 s (peer 10.0.0.1:9400: cannot connect "
+                     "[Connection]); confirmed without it after 300 s (--peer-unknown-s)"),
+            std::string::npos)
+      << all;
+  EXPECT_EQ(all.find("--confirm-proc-s"), std::string::npos)
+      << "the process probe alone did not decide: " << all;
+
+  const auto w =
+      DecideHang(kStart + 40000, kStart,
+                 {Peer(false, INT64_MIN, kStart), Probe("process", true, INT64_MIN, true)}, {});
+  ASSERT_EQ(w.verdict, HangVerdict::kWaiting);
+  ASSERT_EQ(w.reasons.size(), 1u) << "a wait made longer says why";
+  EXPECT_NE(w.reasons[0].find("cannot be ruled out"), std::string::npos) << w.reasons[0];
+}
+
+TEST(HangPolicy, PeerUnknownWindowIsConfigurableAndNeverBelowConfirmS) {
+  HangPolicyOptions o;
+  o.peer_unknown_s = 100;
+  const std::vector<ProbeState> out = {Peer(false, INT64_MIN, kStart - 1000)};
+  EXPECT_EQ(DecideHang(kStart + 99000, kStart, out, o).verdict, HangVerdict::kWaiting);
+  EXPECT_EQ(DecideHang(kStart + 100000, kStart, out, o).verdict, HangVerdict::kConfirm);
+  o.peer_unknown_s = 10;  // below --confirm-s: --confirm-s holds
+  EXPECT_EQ(DecideHang(kStart + 59000, kStart, out, o).verdict, HangVerdict::kWaiting);
+  EXPECT_EQ(DecideHang(kStart + 60000, kStart, out, o).verdict, HangVerdict::kConfirm);
 }
 
 TEST(HangPolicy, ConfigurableWindows) {

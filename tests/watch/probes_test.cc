@@ -3,8 +3,11 @@
 // from a fake /proc (a temporary tree, or in memory through core's Env) and a real one.
 #include "watch/probes.h"
 
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -277,6 +280,59 @@ TEST_F(ProbeTest, RealProcessWritingToDiskMoves) {
   if (!r.available) GTEST_SKIP() << "/proc/PID/io not readable here: " << r.detail;
   EXPECT_TRUE(moved) << r.detail;
   EXPECT_TRUE(r.writes) << r.detail;
+}
+
+// A loopback TCP socket bound to a free port; listening (backlog 16) when `listen_too`. Its port
+// goes to *port; the caller closes the fd.
+int BoundLoopbackSocket(bool listen_too, int* port) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  if (listen_too) listen(fd, 16);
+  socklen_t len = sizeof a;
+  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  *port = ntohs(a.sin_port);
+  return fd;
+}
+
+ProbeReading PollUntilAnswered(ProgressProbe* p) {
+  ProbeReading r;
+  for (int i = 0; i < 300; ++i) {
+    r = p->Poll(0.05);
+    if (r.detail.find("no answer yet") == std::string::npos) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return r;
+}
+
+TEST(PeerProbe, ARefusedPeerIsUnavailableAndTheDetailSaysWhy) {
+  int port = 0;
+  close(BoundLoopbackSocket(false, &port));  // bound and released: nothing listens
+  auto p = MakePeerProbe("127.0.0.1:" + std::to_string(port));
+  EXPECT_TRUE(p->sees_other_hosts());
+  const ProbeReading r = PollUntilAnswered(p.get());
+  EXPECT_FALSE(r.available);
+  EXPECT_FALSE(r.moved);
+  EXPECT_EQ(r.detail, "peer 127.0.0.1:" + std::to_string(port) +
+                          ": cannot connect (refused, unreachable, or nothing listens there) "
+                          "[Connection]");
+}
+
+TEST(PeerProbe, APeerThatNeverAnswersDoesNotHoldItsDestruction) {
+  int port = 0;
+  const int silent = BoundLoopbackSocket(true, &port);  // accepts into the backlog, never answers
+  PeerProbeOptions o;
+  o.read_timeout_ms = 20000;
+  auto p = MakePeerProbe("127.0.0.1:" + std::to_string(port), o);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the request is in flight
+  EXPECT_FALSE(p->Poll(0.3).available);
+  const auto t0 = std::chrono::steady_clock::now();
+  p.reset();
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_LT(s, 2.0) << "the request in flight is cut, not waited out (20 s read timeout)";
+  close(silent);
 }
 
 }  // namespace

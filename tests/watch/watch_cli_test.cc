@@ -1,11 +1,15 @@
 // End to end: the real `wattwatch watch` and `wattwatch run` binaries on
 // simulator logs, real child processes, signals, a webhook receiver, a hook,
 // and the fake libnvidia-ml.so.1.
+#include <arpa/inet.h>
 #include <fcntl.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -24,6 +28,7 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 std::string Slurp(const fs::path& p) { return ww::testing::ReadFile(p.string()); }
 
@@ -177,6 +182,10 @@ TEST_F(WatchCliTest, PeerShowingACheckpointKeepsRunFromKillingAWaitingHost) {
       << "control: without the peer the wait looks like a hang";
 
   const auto addr_file = dir_ / "node0.addr";
+  // Both watchers share a token: node0's /state requires it, node1's --peer sends it.
+  const std::string token = (dir_ / "state.token").string();
+  ww::testing::WriteFile(token, "k7-shared-secret\n");
+  chmod(token.c_str(), 0600);
   // The peer's watcher runs alongside, on its own files (the fixture's stdout/stderr are ours).
   const pid_t peer = fork();
   if (peer == 0) {
@@ -185,7 +194,7 @@ TEST_F(WatchCliTest, PeerShowingACheckpointKeepsRunFromKillingAWaitingHost) {
     dup2(null, 2);
     execl(WW_BINARY, WW_BINARY, "watch", "--source", ("replay:" + node0).c_str(), "--speed", "50",
           "--listen", "127.0.0.1:0", "--ready-file", addr_file.c_str(), "--linger",
-          static_cast<char*>(nullptr));
+          "--state-token-file", token.c_str(), static_cast<char*>(nullptr));
     _exit(127);
   }
   std::string addr;
@@ -194,7 +203,13 @@ TEST_F(WatchCliTest, PeerShowingACheckpointKeepsRunFromKillingAWaitingHost) {
     std::ifstream(addr_file) >> addr;
   }
   ASSERT_FALSE(addr.empty());
-  const int rc = Run(run_node1({"--peer", addr}, "node1.jsonl"));
+  {
+    httplib::Client c("http://" + addr);
+    auto no_token = c.Get("/state");
+    ASSERT_TRUE(no_token);
+    EXPECT_EQ(no_token->status, 401) << "/state is closed without the token";
+  }
+  const int rc = Run(run_node1({"--peer", addr, "--state-token-file", token}, "node1.jsonl"));
   kill(peer, SIGTERM);
   Wait(peer, 10);
   EXPECT_EQ(rc, 0) << Err();
@@ -205,6 +220,133 @@ TEST_F(WatchCliTest, PeerShowingACheckpointKeepsRunFromKillingAWaitingHost) {
       peer_reason |= e["reasons"].dump().find("checkpoint") != std::string::npos;
   }
   EXPECT_TRUE(peer_reason) << "the dismissal names the peer's checkpoint";
+}
+
+// Issue 19 item 2: a --peer that cannot be read is unknown, not "no progress". The same replay
+// as above (host 1 waiting 150 s for rank 0's checkpoint, its own processes writing nothing),
+// with --peer at a port that never answers, and at one that refuses: the job runs to its end.
+// Before, the unreachable peer counted as one more quiet signal and the job was killed after
+// --confirm-proc-s (exit 3, "peer: no signal").
+TEST_F(WatchCliTest, RunWithAnUnreachablePeerDoesNotKillAJobThroughARankZeroCheckpoint) {
+  const std::string node1 = Log("checkpoint-rank0", 2, 1);
+  // Listens, never accepts: connections sit in the backlog and no answer ever comes.
+  const int silent = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(bind(silent, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  ASSERT_EQ(listen(silent, 128), 0);
+  socklen_t len = sizeof a;
+  getsockname(silent, reinterpret_cast<sockaddr*>(&a), &len);
+  const std::string silent_addr = "127.0.0.1:" + std::to_string(ntohs(a.sin_port));
+  // Bound and closed again: nothing listens, connections are refused.
+  const int gone = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in b{};
+  b.sin_family = AF_INET;
+  b.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(bind(gone, reinterpret_cast<sockaddr*>(&b), sizeof b), 0);
+  len = sizeof b;
+  getsockname(gone, reinterpret_cast<sockaddr*>(&b), &len);
+  close(gone);
+  const std::string refused_addr = "127.0.0.1:" + std::to_string(ntohs(b.sin_port));
+
+  struct Case {
+    std::string peer;
+    const char* why;  // what the warning says
+  };
+  for (const Case& c : {Case{silent_addr, "connected, but no answer within 2 s"},
+                        Case{refused_addr, "cannot connect"}}) {
+    SCOPED_TRACE(c.peer);
+    const auto events = dir_ / "ev.jsonl";
+    std::filesystem::remove(events);
+    const int rc =
+        Run({"run", "--source", "replay:" + node1, "--speed", "50", "--listen", "none", "--events",
+             events.string(), "--peer", c.peer, "--", "sh", "-c", "sleep 8; exit 0"});
+    EXPECT_EQ(rc, 0) << Err();
+    const auto ev = ReadEvents(events);
+    EXPECT_EQ(CountEvents(ev, "hang_confirmed"), 0);
+    EXPECT_EQ(CountEvents(ev, "kill"), 0);
+    // The warning names the peer and what went wrong, in words and in httplib's terms.
+    EXPECT_THAT(Err(), HasSubstr("peer " + c.peer + ": " + c.why));
+    EXPECT_THAT(Err(), HasSubstr("a hang is confirmed only after 300 s"));
+  }
+  close(silent);
+}
+
+// ... but a real hang is still confirmed when the peer stays out past --peer-unknown-s, and the
+// reasons say it was confirmed without the peer.
+TEST_F(WatchCliTest, AHangIsConfirmedWithoutAPeerThatStaysUnreachable) {
+  const std::string log = Log("hang-spin");
+  const int gone = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in b{};
+  b.sin_family = AF_INET;
+  b.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(bind(gone, reinterpret_cast<sockaddr*>(&b), sizeof b), 0);
+  socklen_t len = sizeof b;
+  getsockname(gone, reinterpret_cast<sockaddr*>(&b), &len);
+  close(gone);
+  const std::string peer = "127.0.0.1:" + std::to_string(ntohs(b.sin_port));
+  const auto events = dir_ / "ev.jsonl";
+  const int rc = Run({"run", "--source", "replay:" + log, "--speed", "50", "--listen", "none",
+                      "--kill-grace-s", "2", "--events", events.string(), "--peer", peer,
+                      "--peer-unknown-s", "120", "--", "sh", "-c", "sleep 600"});
+  EXPECT_EQ(rc, 3) << Err();
+  std::string reasons;
+  for (const auto& e : ReadEvents(events)) {
+    if (e["event"] == "hang_confirmed") reasons = e["reasons"].dump();
+  }
+  EXPECT_THAT(reasons, HasSubstr("peer: unreachable for"));
+  EXPECT_THAT(reasons, HasSubstr("peer " + peer + ": cannot connect"));
+  EXPECT_THAT(reasons, HasSubstr("confirmed without it after 120 s (--peer-unknown-s)"));
+}
+
+TEST_F(WatchCliTest, APortInUseNamesThePort) {
+  const int holder = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(bind(holder, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  ASSERT_EQ(listen(holder, 4), 0);
+  socklen_t len = sizeof a;
+  getsockname(holder, reinterpret_cast<sockaddr*>(&a), &len);
+  const std::string port = std::to_string(ntohs(a.sin_port));
+  EXPECT_EQ(Run({"watch", "--source", "sim:healthy", "--listen", "127.0.0.1:" + port}), 2);
+  EXPECT_THAT(Err(), HasSubstr("--listen 127.0.0.1:" + port + ": port " + port + " is in use"));
+  close(holder);
+}
+
+TEST_F(WatchCliTest, ListeningBeyondLoopbackWarnsThatStateIsOpenUnlessATokenGuardsIt) {
+  const std::vector<std::string> args = {"watch",  "--source", "sim:healthy", "--speed",
+                                         "100000", "--listen", "0.0.0.0:0"};
+  ASSERT_EQ(Run(args), 0) << Err();
+  EXPECT_THAT(Err(), HasSubstr("--listen 0.0.0.0:0: /state has no authentication"));
+  EXPECT_THAT(Err(), HasSubstr("--state-token-file"));
+
+  const std::string token = (dir_ / "token").string();
+  ww::testing::WriteFile(token, "  abc123\n");
+  chmod(token.c_str(), 0600);
+  std::vector<std::string> guarded = args;
+  guarded.insert(guarded.end(), {"--state-token-file", token});
+  ASSERT_EQ(Run(guarded), 0) << Err();
+  EXPECT_THAT(Err(), Not(HasSubstr("no authentication")));
+  EXPECT_THAT(Err(), Not(HasSubstr("readable by other users")));
+
+  chmod(token.c_str(), 0644);
+  ASSERT_EQ(Run(guarded), 0) << Err();
+  EXPECT_THAT(Err(), HasSubstr("--state-token-file " + token + ": readable by other users"));
+
+  // Loopback: no warning.
+  ASSERT_EQ(
+      Run({"watch", "--source", "sim:healthy", "--speed", "100000", "--listen", "127.0.0.1:0"}), 0);
+  EXPECT_THAT(Err(), Not(HasSubstr("no authentication")));
+
+  // A token file that cannot carry a token is refused up front.
+  ww::testing::WriteFile(token, "\n");
+  EXPECT_EQ(Run(guarded), 2);
+  EXPECT_THAT(Err(), HasSubstr("--state-token-file " + token + ": the file is empty"));
+  ww::testing::WriteFile(token, "two words\n");
+  EXPECT_EQ(Run(guarded), 2);
+  EXPECT_THAT(Err(), HasSubstr("the token must be one word"));
 }
 
 TEST_F(WatchCliTest, RunPassesTheCommandsExitCodeOn) {
