@@ -174,6 +174,28 @@ void Watcher::OnHangEnded(const triage::HangEpisode& e) {
   Event(j);
 }
 
+void Watcher::OnEvent(const triage::TriageEvent& e) {
+  switch (e.kind) {
+    case triage::TriageEvent::Kind::kGpuLost:
+      spdlog::error("{} fell off the bus (\"GPU is lost\") at {}: its peers wait on it",
+                    GpuName(e.key), FormatIsoMs(e.start_ms));
+      Event({{"event", "gpu_lost"},
+             {"gpu", GpuName(e.key)},
+             {"since", FormatIsoMs(e.start_ms)},
+             {"time_ms", e.start_ms}});
+      break;
+    case triage::TriageEvent::Kind::kGap:
+      spdlog::warn("no telemetry from {} to {} ({:.0f} s): open episodes end at the gap",
+                   FormatIsoMs(e.start_ms), FormatIsoMs(e.end_ms),
+                   static_cast<double>(e.end_ms - e.start_ms) / 1000.0);
+      Event({{"event", "gap"},
+             {"from", FormatIsoMs(e.start_ms)},
+             {"to", FormatIsoMs(e.end_ms)},
+             {"seconds", static_cast<double>(e.end_ms - e.start_ms) / 1000.0}});
+      break;
+  }
+}
+
 void Watcher::StartKill() {
   if (killer_.joinable() || o_.child->exited()) return;
   summary_.killed_for_hang = true;

@@ -101,6 +101,8 @@ class Watcher final : public triage::TriageObserver {
   void OnStateChange(GpuKey key, GpuState from, GpuState to, int64_t at_ms) override;
   void OnHangConfirmed(const triage::HangEpisode& episode) override;
   void OnHangEnded(const triage::HangEpisode& episode) override;
+  // A lost GPU (Xid 79: "[GPU is lost]") or a gap in the telemetry: an event line and a log line.
+  void OnEvent(const triage::TriageEvent& event) override;
 
  private:
   void Tick(const std::vector<GpuSample>& batch, int64_t now_ms);

@@ -182,6 +182,23 @@ TEST_F(HardeningTest, LostGpuIsAnEventAndTheCulpritOfTheHang) {
     // The peers' wait is the hang, not a checkpoint.
     EXPECT_GT(Seconds(j, 0, "hang"), 180);
     EXPECT_LT(Seconds(j, 0, "checkpoint"), 1);
+
+    // The watcher, fed the same log, writes the loss to its events file and confirms the hang.
+    const std::string events = sub + "/events.jsonl";
+    const CliRun watch = Wattwatch("watch --source replay:" + log +
+                                   " --speed 10000 --listen none --events " + events);
+    EXPECT_EQ(watch.exit_code, 0) << watch.out;
+    int lost_events = 0, confirmed = 0;
+    for (const std::string& line : Lines(ReadFile(events))) {
+      const json ev = json::parse(line);
+      if (ev.at("event") == "gpu_lost") {
+        ++lost_events;
+        EXPECT_THAT(ev.at("gpu").get<std::string>(), HasSubstr("/GPU4")) << line;
+      }
+      if (ev.at("event") == "hang_confirmed") ++confirmed;
+    }
+    EXPECT_EQ(lost_events, 1) << ReadFile(events);
+    EXPECT_EQ(confirmed, 1) << ReadFile(events);
   }
 }
 
