@@ -1,8 +1,7 @@
-// Prometheus text exposition format 0.0.4, written by hand: prometheus-cpp is
-// not packaged in Debian bookworm, and the format is small. Numbers print the
-// same in every locale (fmt), label values are escaped, and every family has
-// HELP and TYPE lines, so `promtool check metrics` passes. Ownership: value
-// types. Thread-safety: none; one thread builds an exposition.
+// Prometheus text exposition format 0.0.4, written by hand: prometheus-cpp is not packaged in
+// Debian bookworm, and the format is small. Numbers print the same in every locale (fmt), label
+// values are escaped, and every family has HELP and TYPE lines, so `promtool check metrics` passes.
+// Ownership: value types. Thread-safety: none; one thread builds an exposition.
 #pragma once
 
 #include <string>
@@ -23,8 +22,7 @@ class TextWriter {
  public:
   // Starts a metric family. `type` is gauge, counter, histogram or untyped.
   void Family(std::string_view name, std::string_view type, std::string_view help);
-  // One sample line: name{labels} value. `name` may carry a suffix (_bucket,
-  // _sum, _count).
+  // One sample line: name{labels} value. `name` may carry a suffix (_bucket, _sum, _count).
   void Sample(std::string_view name, const Labels& labels, double value);
   const std::string& text() const { return out_; }
   std::string Take() { return std::move(out_); }
@@ -38,12 +36,10 @@ class Histogram {
  public:
   explicit Histogram(std::vector<double> upper_bounds);
   void Observe(double v);
-  // Writes name_bucket{...,le=}, name_sum and name_count (the family line is
-  // the caller's).
+  // Writes name_bucket{...,le=}, name_sum and name_count (the family line is the caller's).
   void Write(TextWriter& w, std::string_view name, const Labels& labels) const;
   uint64_t count() const { return count_; }
-  // The bound of the bucket holding the q-quantile (an upper estimate), +Inf
-  // past the last.
+  // The bound of the bucket holding the q-quantile (an upper estimate), +Inf past the last.
   double QuantileUpperBound(double q) const;
 
  private:

@@ -1,15 +1,12 @@
-// WatchMetrics: what `wattwatch watch` exports on /metrics, kept by the watcher
-// thread and rendered to the Prometheus text format once per tick. The HTTP
-// threads only serve the last rendering (MetricsSnapshot), so a scrape never
-// waits on sampling and sampling never waits on a scrape.
+// WatchMetrics: what `wattwatch watch` exports on /metrics, kept by the watcher thread and rendered
+// to the Prometheus text format once per tick. The HTTP threads only serve the last rendering
+// (MetricsSnapshot), so a scrape never waits on sampling and sampling never waits on a scrape.
 //
-// Every series carries host= and, when set, job_id=. GPU series name the GPU's
-// own host (a replay of several hosts' logs in one watcher exports each host's
-// GPUs under their host).
+// Every series carries host= and, when set, job_id=. GPU series name the GPU's own host (a replay
+// of several hosts' logs in one watcher exports each host's GPUs under their host).
 //
-// Ownership: WatchMetrics is owned by the watcher; MetricsSnapshot is shared
-// with the server. Thread-safety: WatchMetrics is used by one thread;
-// MetricsSnapshot is safe for any threads.
+// Ownership: WatchMetrics is owned by the watcher; MetricsSnapshot is shared with the server.
+// Thread-safety: WatchMetrics is used by one thread; MetricsSnapshot is safe for any threads.
 #pragma once
 
 #include <array>
@@ -37,15 +34,13 @@ class WatchMetrics {
  public:
   explicit WatchMetrics(WatchIdentity id);
 
-  // Host names by GpuKey::host (from the source). With one host, the identity's
-  // host wins.
+  // Host names by GpuKey::host (from the source). With one host, the identity's host wins.
   void SetHostNames(const std::vector<std::string>& hosts);
-  // Latest readings of a GPU; absent fields leave the series out (never
-  // exported as 0).
+  // Latest readings of a GPU; absent fields leave the series out (never exported as 0).
   void OnSample(const GpuSample& s);
   void OnLiveState(GpuKey key, GpuState state);
-  // A final label: adds the time since the GPU's previous label to that state's
-  // counter (gaps longer than max_gap_s count nothing: no data is not a state).
+  // A final label: adds the time since the GPU's previous label to that state's counter (gaps
+  // longer than max_gap_s count nothing: no data is not a state).
   void OnLabel(GpuKey key, int64_t timestamp_ms, GpuState state, double max_gap_s = 10);
   void SetHang(bool active, double hang_seconds, double wasted_gpu_seconds);
   void ObserveSampleDuration(double seconds) { sample_duration_.Observe(seconds); }
@@ -78,8 +73,7 @@ class WatchMetrics {
   std::optional<double> last_sample_unix_s_;
 };
 
-// The last rendered exposition and state document, swapped in whole by the
-// watcher thread.
+// The last rendered exposition and state document, swapped in whole by the watcher thread.
 class MetricsSnapshot {
  public:
   void Publish(std::string metrics_text, std::string state_json, bool healthy);

@@ -1,10 +1,9 @@
-// What the watcher does on a confirmed hang, off the sampling thread: a webhook
-// POST with a JSON payload, and a hook command run with an argv (no shell) and
-// the details in its environment. Each outcome (status code, exit code,
-// timeout) comes back through `report` for the event log.
+// What the watcher does on a confirmed hang, off the sampling thread: a webhook POST with a JSON
+// payload, and a hook command run with an argv (no shell) and the details in its environment. Each
+// outcome (status code, exit code, timeout) comes back through `report` for the event log.
 //
-// Ownership: owns its worker thread. Thread-safety: Submit from any thread; the
-// destructor waits for the work in flight (bounded by the timeouts).
+// Ownership: owns its worker thread. Thread-safety: Submit from any thread; the destructor waits
+// for the work in flight (bounded by the timeouts).
 #pragma once
 
 #include <condition_variable>
@@ -27,8 +26,7 @@ struct ActionConfig {
   double hook_timeout_s = 60;
 };
 
-// Checks the URL's form (scheme, host) up front so a typo fails at startup, not
-// at 3 a.m.
+// Checks the URL's form (scheme, host) up front so a typo fails at startup, not at 3 a.m.
 Status ValidateWebhookUrl(const std::string& url);
 
 class ActionRunner {
@@ -38,8 +36,8 @@ class ActionRunner {
   ~ActionRunner();
 
   bool empty() const { return config_.webhook_url.empty() && config_.hook_argv.empty(); }
-  // Runs the configured actions for `event` (its JSON is the webhook body; its
-  // fields become WATTWATCH_* variables for the hook).
+  // Runs the configured actions for `event` (its JSON is the webhook body; its fields become
+  // WATTWATCH_* variables for the hook).
   void Submit(const nlohmann::json& event);
 
  private:
@@ -56,12 +54,11 @@ class ActionRunner {
   std::thread thread_;
 };
 
-// Runs argv (PATH lookup, no shell) with extra environment variables, in a
-// process group of its own, waits at most timeout_s (then SIGKILL to the whole
-// group: what the command started dies with it), and returns the exit code
-// (128+signal when killed), or an error Status when it could not start or timed
-// out. stdin is /dev/null; stdout/stderr go to `output_path` when non-empty,
-// else are inherited.
+// Runs argv (PATH lookup, no shell) with extra environment variables, in a process group of its
+// own, waits at most timeout_s (then SIGKILL to the whole group: what the command started dies with
+// it), and returns the exit code (128+signal when killed), or an error Status when it could not
+// start or timed out. stdin is /dev/null; stdout/stderr go to `output_path` when non-empty, else
+// are inherited.
 Result<int> RunCommand(const std::vector<std::string>& argv,
                        const std::vector<std::string>& extra_env, double timeout_s,
                        const std::string& output_path = "");

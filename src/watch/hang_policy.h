@@ -1,19 +1,16 @@
-// The live watcher's hang confirmation: pure decision logic (house rule 6),
-// table-tested.
+// The live watcher's hang confirmation: pure decision logic (house rule 6), table-tested.
 //
-// The GPUs alone say "every rank spins or is gone" (the triage engine's hang
-// candidate). Progress probes then decide: any probe that moved after the
-// candidate began means the job is alive (a checkpoint, a slow step) and the
-// candidate is dismissed. Otherwise the hang is confirmed once the candidate
-// has lasted confirm_s (default 60 s), or confirm_proc_s (default 30 s) when a
-// process probe is reading the job's processes and sees nothing move.
+// The GPUs alone say "every rank spins or is gone" (the triage engine's hang candidate). Progress
+// probes then decide: any probe that moved after the candidate began means the job is alive (a
+// checkpoint, a slow step) and the candidate is dismissed. Otherwise the hang is confirmed once the
+// candidate has lasted confirm_s (default 60 s), or confirm_proc_s (default 30 s) when a process
+// probe is reading the job's processes and sees nothing move.
 //
-// A probe that sees other hosts (a --peer) is the one signal that can tell a
-// remote rank-0 checkpoint from a hang; while it cannot be read, what it would
-// say is unknown, never "no progress". The hang is then confirmed only once
-// the candidate has lasted peer_unknown_s (default 300 s, at least confirm_s),
-// the peer has been unreachable that long, and no other signal moved; the
-// reasons say that it was confirmed without the peer.
+// A probe that sees other hosts (a --peer) is the one signal that can tell a remote rank-0
+// checkpoint from a hang; while it cannot be read, what it would say is unknown, never "no
+// progress". The hang is then confirmed only once the candidate has lasted peer_unknown_s (default
+// 300 s, at least confirm_s), the peer has been unreachable that long, and no other signal moved;
+// the reasons say that it was confirmed without the peer.
 #pragma once
 
 #include <cstdint>

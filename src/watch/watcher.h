@@ -1,25 +1,21 @@
-// Watcher: the loop behind `wattwatch watch` and `wattwatch run`. Each tick it
-// reads one batch of samples from the source (live NVML on a schedule, or a
-// replay/simulation paced at --speed), feeds the triage engine online (causal:
-// only samples seen so far), polls the progress probes, lets the hang policy
-// confirm or dismiss the engine's hang candidate, updates the metrics that
-// /metrics serves, writes events, and on a confirmed hang runs the actions; in
-// run mode it then stops the job: diagnostics, SIGTERM to its process group,
-// SIGKILL after the grace period.
+// Watcher: the loop behind `wattwatch watch` and `wattwatch run`. Each tick it reads one batch of
+// samples from the source (live NVML on a schedule, or a replay/simulation paced at --speed), feeds
+// the triage engine online (causal: only samples seen so far), polls the progress probes, lets the
+// hang policy confirm or dismiss the engine's hang candidate, updates the metrics that /metrics
+// serves, writes events, and on a confirmed hang runs the actions; in run mode it then stops the
+// job: diagnostics, SIGTERM to its process group, SIGKILL after the grace period.
 //
-// Time: "watch time" is the samples' time (wall time for NVML, the log's time
-// for a replay), so every duration of the policy (confirm_s, probe intervals)
-// scales with --speed and a replay at x20 takes the same decisions as the live
-// job did, 20 times sooner.
+// Time: "watch time" is the samples' time (wall time for NVML, the log's time for a replay), so
+// every duration of the policy (confirm_s, probe intervals) scales with --speed and a replay at x20
+// takes the same decisions as the live job did, 20 times sooner.
 //
-// The pieces it orchestrates live beside it: state_events.h (which state changes
-// are written), kill_sequence.h (the run-mode kill, on the Clock), watch_json.h
-// (events, /state, the summary), startup_checks.h, and export/event_writer.h.
+// The pieces it orchestrates live beside it: state_events.h (which state changes are written),
+// kill_sequence.h (the run-mode kill, on the Clock), watch_json.h (events, /state, the summary),
+// startup_checks.h, and export/event_writer.h.
 //
-// Ownership: borrows the source, clock and child (all must outlive Run); owns
-// the probes, the HTTP server, the event writer and the action and kill threads.
-// Thread-safety: Start and Run from one thread; the HTTP threads only read
-// published snapshots.
+// Ownership: borrows the source, clock and child (all must outlive Run); owns the probes, the HTTP
+// server, the event writer and the action and kill threads. Thread-safety: Start and Run from one
+// thread; the HTTP threads only read published snapshots.
 #pragma once
 
 #include <atomic>
@@ -64,9 +60,8 @@ struct WatchOptions {
   exporter::ServerOptions server;  // the endpoint's limits, and the /state token
   std::string ready_file;          // written with the bound address once /metrics serves
   std::string events_path;         // --events FILE.jsonl; empty: none
-  // A state must last this long (watch time) before a state_change event is
-  // written; compute and communication alternate within every step and would
-  // otherwise flood the log.
+  // A state must last this long (watch time) before a state_change event is written; compute and
+  // communication alternate within every step and would otherwise flood the log.
   double event_min_state_s = 5;
 
   // Run mode.
@@ -76,20 +71,18 @@ struct WatchOptions {
 
 class Watcher final : public triage::TriageObserver {
  public:
-  // The source's own health (SourceHealth::samples_stale) adds to
-  // samples_dropped.
+  // The source's own health (SourceHealth::samples_stale) adds to samples_dropped.
   Watcher(TelemetrySource* source, Clock* clock, WatchOptions options,
           std::vector<std::unique_ptr<ProgressProbe>> probes);
   ~Watcher() override;
 
-  // Opens the event log and starts the HTTP endpoint. kInvalidInput / kIoError
-  // / kUnavailable with a message naming the flag.
+  // Opens the event log and starts the HTTP endpoint. kInvalidInput / kIoError / kUnavailable with
+  // a message naming the flag.
   Status Start();
-  // Runs until the source ends (unless linger), the child exits (run mode), or
-  // a stop signal. *pending_signal holds a signal number caught by the command
-  // (0: none): in watch mode SIGINT and SIGTERM stop the loop; in run mode they
-  // are forwarded to the child. Returns non-ok when the source fails for good
-  // (unreadable replay).
+  // Runs until the source ends (unless linger), the child exits (run mode), or a stop signal.
+  // *pending_signal holds a signal number caught by the command (0: none): in watch mode SIGINT and
+  // SIGTERM stop the loop; in run mode they are forwarded to the child. Returns non-ok when the
+  // source fails for good (unreadable replay).
   Status Run(std::atomic<int>* pending_signal);
 
   const WatchSummary& summary() const { return summary_; }
@@ -114,8 +107,8 @@ class Watcher final : public triage::TriageObserver {
   nlohmann::json HangJson(const triage::HangEpisode& e, const char* event) const;
   std::string GpuName(GpuKey key) const;
   void StartKill();
-  // Run mode, after a forwarded signal ended the job's leader: what the job started and left
-  // behind gets kill_grace_s to go, then SIGKILL, so `run` never leaves processes of its own.
+  // Run mode, after a forwarded signal ended the job's leader: what the job started and left behind
+  // gets kill_grace_s to go, then SIGKILL, so `run` never leaves processes of its own.
   void StopLeftovers();
   void FlushStateEvents(int64_t now_ms, bool all);
   // GPUs that have a state (for counting a dropped tick per GPU).
