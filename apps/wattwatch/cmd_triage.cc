@@ -7,6 +7,7 @@
 
 #include "commands.h"
 #include "core/exit_codes.h"
+#include "output_flags.h"
 #include "report/html_report.h"
 #include "report/labels_writer.h"
 #include "report/triage_report.h"
@@ -30,9 +31,23 @@ struct TriageFlags {
   double hang_confirm_s = 45;
   double max_checkpoint_s = 1800;
   std::string color = "auto";
+  bool force = false;
 };
 
+// Outputs that would go wrong before any work: two things on stdout, an output over an input.
+bool TriageOutputsAllowed(const TriageFlags& f) {
+  if (f.json && f.labels == "-") {
+    std::cerr << "wattwatch triage: --json and --labels - both print on standard output; write "
+                 "the labels to a file (--labels labels.csv) or the JSON to one (--json-out)\n";
+    return false;
+  }
+  return OutputsAllowed("triage", f.files,
+                        {{"--json-out", f.json_out}, {"--labels", f.labels}, {"--html", f.html}},
+                        f.force);
+}
+
 int RunTriage(const TriageFlags& f) {
+  if (!TriageOutputsAllowed(f)) return kExitBadInput;
   IngestOptions io;
   io.replay.query = f.query;
   io.replay.interval_ms = f.interval_ms;
@@ -87,6 +102,9 @@ int RunTriage(const TriageFlags& f) {
     return kExitBadInput;
   }
   auto rep = report::MakeReport(engine, hosts, (*source)->warnings());
+  if (inputs->renamed_hosts) {
+    for (const auto& in : inputs->inputs) rep.host_paths.push_back(in.path);
+  }
   if (!f.json_out.empty()) {
     std::ofstream out(f.json_out);
     out << report::RenderJson(rep).dump(2) << "\n";
@@ -136,7 +154,9 @@ Any column order or subset, with or without units/header (then pass --query), or
 `nvidia-smi dmon` output. Also, recognized from the content: `dcgmi dmon` text (pass
 --interval-ms), dcgm-exporter /metrics scrapes, W&B system metrics (CSV, JSON lines),
 `nvidia-smi` tables in a loop (a Slurm .out), CSVs with your own column names (--map),
-any of them gzip- or zstd-compressed. Host = file name without extension.
+any of them gzip- or zstd-compressed; `-` reads standard input. Host = file name without
+extension (same-named files from different folders: a/node0, b/node0). An output flag given an
+input log or an existing telemetry log is refused (a glob after --html), unless --force.
 
 Why power: utilization reads 100 % while an NCCL collective spins in a deadlock; board power
 does not lie. Every hang comes with the reasons, so you can check the call by eye.
@@ -152,9 +172,11 @@ Examples:
 
 Exit codes: 0 triage ran; 2 unusable input (the message names file, line and field);
 3 a hang was found and --fail-on-hang was given.)");
-  cmd->add_option("files", flags->files, "nvidia-smi CSV or dmon logs, one per host")
+  cmd->add_option("files", flags->files,
+                  "nvidia-smi CSV or dmon logs, one per host ('-': standard input)")
       ->required()
-      ->check(CLI::ExistingFile);
+      ->check(ExistingFileOrStdin());
+  AddForceFlag(cmd, &flags->force);
   cmd->add_flag("--json", flags->json, "print the result as JSON instead of the summary");
   cmd->add_option("--json-out", flags->json_out, "also write the JSON result to this file");
   cmd->add_option("--labels", flags->labels,
