@@ -89,7 +89,7 @@ TEST(LineReaderNulTail, TailLongerThanALineIsDroppedNotAnOverlongLine) {
 TEST(LineReaderNulTail, NulsInTheMiddleAreNotATail) {
   TempDir dir;
   // Short NULs inside a line stay in it (the readers call that binary data).
-  ReadLines inside = ReadAllLines(dir.Write("mid.csv", "a\nb\0\0c\nd\n"));
+  ReadLines inside = ReadAllLines(dir.Write("mid.csv", std::string("a\nb\0\0c\nd\n", 9)));
   ASSERT_TRUE(inside.status.ok());
   EXPECT_EQ(inside.lines[1], std::string("b\0\0c", 4));
   EXPECT_EQ(inside.nul_tail, 0u);
@@ -148,9 +148,9 @@ TEST(LineReaderUtf16, RefusedWithTheIconvCommand) {
 }
 
 TEST(DecimalCommaHintTest, NamesTheValue) {
-  EXPECT_THAT(DecimalCommaHint("2025/11/18 11:29:20.100, 0, 123,45 W, 90 %"),
+  EXPECT_THAT(ingest::DecimalCommaHint("2025/11/18 11:29:20.100, 0, 123,45 W, 90 %"),
               HasSubstr("'123,45'"));
-  EXPECT_EQ(DecimalCommaHint("2025/11/18 11:29:20.100, 0, 123.45 W, 90 %"), "");
+  EXPECT_EQ(ingest::DecimalCommaHint("2025/11/18 11:29:20.100, 0, 123.45 W, 90 %"), "");
 }
 
 TEST(HostNamesForPathsTest, SameNamedFilesFromDifferentFolders) {

@@ -79,7 +79,8 @@ TEST_F(CliHardeningTest, EveryCommandThatWritesChecksItsOutputs) {
   r = RunWattwatch("simulate healthy --hosts 2 --seed 3 --force --out-dir " + dir);
   EXPECT_EQ(r.exit_code, 0) << r.output;
   // watch --events on the log it replays.
-  r = RunWattwatch("watch --source replay:" + node0 + " --listen none --events " + node0);
+  r = RunWattwatch("watch --source replay:" + node0 + " --speed 1000 --listen none --events " +
+                   node0);
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_THAT(r.output, HasSubstr("wattwatch watch: --events " + node0));
   EXPECT_EQ(ReadFile(node0), original);
