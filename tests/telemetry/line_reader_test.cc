@@ -203,6 +203,9 @@ TEST(CheckOutputPathsTest, InputsAndTelemetryAreRefusedUnlessForced) {
                                 {"--html", ""}},
                                false)
                   .ok());
+  // Devices take any number of writers.
+  EXPECT_TRUE(
+      CheckOutputPaths({log}, {{"--json-out", "/dev/null"}, {"--html", "/dev/null"}}, false).ok());
   EXPECT_TRUE(CheckOutputPaths({log}, {{"--html", log}, {"--json-out", other}}, true).ok());
 }
 

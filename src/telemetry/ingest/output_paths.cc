@@ -53,6 +53,8 @@ Status CheckOutputPaths(const std::vector<std::string>& inputs,
   for (const auto& out : outputs) {
     if (out.path.empty() || IsStdStream(out.path)) continue;
     const auto id = IdOf(out.path);
+    // Devices and pipes (/dev/null, /dev/stdout, a terminal) are written, never overwritten.
+    if (id && !IsRegularFile(out.path)) continue;
     if (id) {
       for (const auto& [in, in_id] : input_ids) {
         if (*id == in_id) {
@@ -75,7 +77,7 @@ Status CheckOutputPaths(const std::vector<std::string>& inputs,
       }
     }
     seen.emplace_back(&out, norm);
-    if (id && IsRegularFile(out.path)) {
+    if (id) {
       auto format = DetectInputFormat(out.path, IngestOptions{});
       if (format.ok()) {
         return Status::InvalidInput(fmt::format(

@@ -6,7 +6,8 @@
 //     "./a.csv", "a.csv", a symlink and a hard link all match, whatever the spelling;
 //   - two outputs that are the same file (the second would overwrite the first);
 //   - an existing regular file that reads as a telemetry log (the ingest format detection).
-// "-" (standard output) and empty paths (flag not given) are not files and are not checked.
+// "-" (standard output), empty paths (flag not given) and existing files that are not regular
+// (/dev/null, /dev/stdout, a FIFO) are not overwritten by writing and are not checked.
 // Thread-safety: free functions; they only stat and read the named files.
 #pragma once
 
