@@ -26,7 +26,10 @@ Status CheckLoadableLibrary(const std::string& path, const std::string& origin) 
                     origin, why, kNvmlHowToPoint));
   };
   struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) return refuse(std::strerror(errno));
+  if (::stat(path.c_str(), &st) != 0) {
+    return Status::Unavailable(fmt::format("cannot load NVML: {} (from {}): {}. {}", path, origin,
+                                           std::strerror(errno), kNvmlHowToPoint));
+  }
   if (S_ISDIR(st.st_mode)) return refuse("it is a directory");
   if (!S_ISREG(st.st_mode)) return refuse("it is not a regular file");
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
