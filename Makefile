@@ -25,7 +25,7 @@ build: deps $(RELEASE)/build.ninja
 # NCCL hang. Simulate it, then triage it as a user would.
 run: build
 	@mkdir -p $(DEMO)
-	$(RELEASE)/wattwatch simulate field-report --out-dir $(DEMO) --truth $(DEMO)/truth.csv --truth-json $(DEMO)/truth.json
+	$(RELEASE)/wattwatch simulate field-report --force --out-dir $(DEMO) --truth $(DEMO)/truth.csv --truth-json $(DEMO)/truth.json
 	$(RELEASE)/wattwatch triage $(DEMO)/node0.csv $(DEMO)/node1.csv --json-out $(DEMO)/triage.json --labels $(DEMO)/labels.csv --html $(DEMO)/report.html
 	@echo "JSON: $(DEMO)/triage.json  labels: $(DEMO)/labels.csv"
 	@echo "HTML report: $(DEMO)/report.html (open it in a browser; works offline)"

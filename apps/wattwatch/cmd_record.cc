@@ -9,12 +9,14 @@
 #include "core/clock.h"
 #include "core/exit_codes.h"
 #include "core/signals.h"
+#include "output_flags.h"
 #include "telemetry/record/record_loop.h"
 
 namespace ww::app {
 
 void AddRecordCommand(CLI::App& app, int* exit_code) {
   auto opts = std::make_shared<record::RecordOptions>();
+  auto force = std::make_shared<bool>(false);
   CLI::App* cmd = app.add_subcommand(
       "record",
       "Sample every GPU on this host through NVML and write a log. CSV is exactly nvidia-smi's "
@@ -31,6 +33,7 @@ void AddRecordCommand(CLI::App& app, int* exit_code) {
       "Exit codes: 0 recorded; 2 bad flags, unwritable file, or no NVML library / driver / GPU "
       "(the message says which and how to point wattwatch at a library).");
   cmd->add_option("--out", opts->writer.path, "Log file to write (truncated)")->required();
+  AddForceFlag(cmd, force.get());
   cmd->add_option("--interval-ms", opts->interval_ms, "Sampling interval")
       ->check(CLI::Range(int64_t{10}, int64_t{3600000}))
       ->capture_default_str();
@@ -54,7 +57,11 @@ void AddRecordCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--hostname", opts->nvml.hostname,
                   "Host name in JSONL records (default: this host)");
 
-  cmd->callback([opts, exit_code] {
+  cmd->callback([opts, force, exit_code] {
+    if (!OutputsAllowed("record", {}, {{"--out", opts->writer.path}}, *force)) {
+      *exit_code = kExitBadInput;
+      return;
+    }
     // SIGINT/SIGTERM/SIGHUP stop the loop after the current tick, so the log ends on a whole row.
     StopSignals signals;
 

@@ -3,6 +3,7 @@
 
 #include "commands.h"
 #include "core/exit_codes.h"
+#include "output_flags.h"
 #include "telemetry/sim/simulator.h"
 
 namespace ww::app {
@@ -13,7 +14,27 @@ struct SimulateFlags {
   sim::ScenarioOptions options;
   sim::WriteOptions write;
   std::string format = "nvidia-smi";
+  bool force = false;
 };
+
+// Every file simulate would write, for the shared overwrite check (the names WriteScenario uses).
+bool SimulateOutputsAllowed(const SimulateFlags& f, const sim::ScenarioConfig& config) {
+  std::vector<OutputFile> outputs;
+  for (const auto& p : f.write.out_paths) outputs.push_back({"--out", p});
+  if (f.write.out_paths.empty() && !f.write.out_dir.empty()) {
+    const std::string ext = write::OutputFormatExtension(f.write.format);
+    if (write::OutputFormatIsJobWide(f.write.format)) {
+      outputs.push_back({"--out-dir", f.write.out_dir + "/" + config.name + ext});
+    } else {
+      for (const auto& h : sim::Simulator(config).host_names()) {
+        outputs.push_back({"--out-dir", f.write.out_dir + "/" + h + ext});
+      }
+    }
+  }
+  outputs.push_back({"--truth", f.write.truth_csv});
+  outputs.push_back({"--truth-json", f.write.truth_json});
+  return OutputsAllowed("simulate", {}, outputs, f.force);
+}
 
 int RunSimulate(SimulateFlags f) {
   auto format = write::ParseOutputFormat(f.format);
@@ -27,6 +48,7 @@ int RunSimulate(SimulateFlags f) {
     std::cerr << "wattwatch simulate: " << config.status().message() << "\n";
     return kExitBadInput;
   }
+  if (!SimulateOutputsAllowed(f, *config)) return kExitBadInput;
   auto paths = sim::WriteScenario(*config, f.write);
   if (!paths.ok()) {
     std::cerr << "wattwatch simulate: " << paths.status().message() << "\n";
@@ -82,6 +104,7 @@ Exit codes: 0 written; 2 bad scenario, model or path.)");
   cmd->add_option("--out", flags->write.out_paths, "log file per host, in host order");
   cmd->add_option("--out-dir", flags->write.out_dir, "write DIR/<host>.csv for every host");
   cmd->add_option("--truth", flags->write.truth_csv, "ground truth: host,timestamp,gpu,state");
+  AddForceFlag(cmd, &flags->force);
   cmd->add_option("--truth-json", flags->write.truth_json,
                   "ground-truth hang episodes, culprits and communication share");
   cmd->add_option("--format", flags->format,

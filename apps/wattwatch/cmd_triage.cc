@@ -8,6 +8,7 @@
 
 #include "commands.h"
 #include "core/exit_codes.h"
+#include "output_flags.h"
 #include "report/html_report.h"
 #include "report/labels_writer.h"
 #include "report/triage_report.h"
@@ -30,8 +31,7 @@ struct TriageFlags {
   std::string format = "auto";
   std::vector<std::string> map;
   int64_t interval_ms = 0;
-  double hang_confirm_s = 45;
-  double max_checkpoint_s = 1800;
+  triage::TriageOptions triage;  // --hang-confirm-s, --max-checkpoint-s bind here (one default)
   std::string color = "auto";
   // --prometheus URL instead of files (AddPrometheusFlags, OpenPrometheusInput).
   std::string prometheus;
@@ -39,6 +39,7 @@ struct TriageFlags {
   std::vector<std::string> prometheus_headers;
   std::string prometheus_token_file;
   std::vector<std::string> host_offsets;  // HOST=SECONDS
+  bool force = false;
 };
 
 // The DCGM series of --start..--end from a Prometheus server, as the one input of this triage.
@@ -103,7 +104,20 @@ void AddPrometheusFlags(CLI::App* cmd, TriageFlags* f) {
       ->check(CLI::ExistingFile);
 }
 
+// Outputs that would go wrong before any work: two things on stdout, an output over an input.
+bool TriageOutputsAllowed(const TriageFlags& f) {
+  if (f.json && f.labels == "-") {
+    std::cerr << "wattwatch triage: --json and --labels - both print on standard output; write "
+                 "the labels to a file (--labels labels.csv) or the JSON to one (--json-out)\n";
+    return false;
+  }
+  return OutputsAllowed("triage", f.files,
+                        {{"--json-out", f.json_out}, {"--labels", f.labels}, {"--html", f.html}},
+                        f.force);
+}
+
 int RunTriage(const TriageFlags& f) {
+  if (!TriageOutputsAllowed(f)) return kExitBadInput;
   IngestOptions io;
   io.replay.query = f.query;
   io.replay.interval_ms = f.interval_ms;
@@ -143,9 +157,7 @@ int RunTriage(const TriageFlags& f) {
   std::unique_ptr<TelemetrySource> shifted_source = std::move(*shifted);
   auto* source = offsets_s.empty() ? &inputs->source : &shifted_source;
   const auto& hosts = (*source)->hosts();
-  triage::TriageOptions opts;
-  opts.hang_confirm_s = f.hang_confirm_s;
-  opts.max_checkpoint_s = f.max_checkpoint_s;
+  const triage::TriageOptions& opts = f.triage;
 
   report::ObserverFanout fanout;
   std::FILE* labels_file = nullptr;
@@ -173,6 +185,9 @@ int RunTriage(const TriageFlags& f) {
     return kExitBadInput;
   }
   auto rep = report::MakeReport(engine, hosts, (*source)->warnings());
+  if (inputs->renamed_hosts) {
+    for (const auto& in : inputs->inputs) rep.host_paths.push_back(in.path);
+  }
   if (!f.json_out.empty()) {
     std::ofstream out(f.json_out);
     out << report::RenderJson(rep).dump(2) << "\n";
@@ -222,7 +237,9 @@ Any column order or subset, with or without units/header (then pass --query), or
 `nvidia-smi dmon` output. Also, recognized from the content: `dcgmi dmon` text (pass
 --interval-ms), dcgm-exporter /metrics scrapes, W&B system metrics (CSV, JSON lines),
 `nvidia-smi` tables in a loop (a Slurm .out), CSVs with your own column names (--map),
-any of them gzip- or zstd-compressed. Host = file name without extension.
+any of them gzip- or zstd-compressed; `-` reads standard input. Host = file name without
+extension (same-named files from different folders: a/node0, b/node0). An output flag given an
+input log or an existing telemetry log is refused (a glob after --html), unless --force.
 
 Why power: utilization reads 100 % while an NCCL collective spins in a deadlock; board power
 does not lie. Every hang comes with the reasons, so you can check the call by eye.
@@ -241,10 +258,12 @@ Examples:
 
 Exit codes: 0 triage ran; 2 unusable input (the message names file, line and field);
 3 a hang was found and --fail-on-hang was given.)");
-  cmd->add_option("files", flags->files,
-                  "nvidia-smi CSV or dmon logs, one per host (or --prometheus URL)")
-      ->check(CLI::ExistingFile);
+  cmd->add_option(
+         "files", flags->files,
+         "nvidia-smi CSV or dmon logs, one per host ('-': standard input; or --prometheus URL)")
+      ->check(ExistingFileOrStdin());
   AddPrometheusFlags(cmd, flags.get());
+  AddForceFlag(cmd, &flags->force);
   cmd->add_flag("--json", flags->json, "print the result as JSON instead of the summary");
   cmd->add_option("--json-out", flags->json_out, "also write the JSON result to this file");
   cmd->add_option("--labels", flags->labels,
@@ -268,12 +287,14 @@ Exit codes: 0 triage ran; 2 unusable input (the message names file, line and fie
                   "sampling interval of a log without timestamps (dcgmi dmon -d, scrapes of "
                   "dcgm-exporter, nvidia-smi tables without date lines)")
       ->check(CLI::Range(int64_t{1}, int64_t{3600000}));
-  cmd->add_option("--hang-confirm-s", flags->hang_confirm_s,
-                  "seconds of spin with nobody working before it is a hang (default 45)")
-      ->check(CLI::Range(1.0, 86400.0));
-  cmd->add_option("--max-checkpoint-s", flags->max_checkpoint_s,
-                  "peers waiting on a quiet rank longer than this is a hang (default 1800)")
-      ->check(CLI::Range(1.0, 1e7));
+  cmd->add_option("--hang-confirm-s", flags->triage.hang_confirm_s,
+                  "seconds of spin with nobody working before it is a hang")
+      ->check(CLI::Range(1.0, 86400.0))
+      ->capture_default_str();
+  cmd->add_option("--max-checkpoint-s", flags->triage.max_checkpoint_s,
+                  "peers waiting on a quiet rank longer than this is a hang")
+      ->check(CLI::Range(1.0, 1e7))
+      ->capture_default_str();
   cmd->add_option("--host-offset", flags->host_offsets,
                   "HOST=SECONDS added to that host's timestamps (repeatable), to correct a clock "
                   "skew the summary notes");

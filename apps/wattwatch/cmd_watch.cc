@@ -8,7 +8,9 @@
 #include <iostream>
 
 #include "commands.h"
+#include "core/exit_codes.h"
 #include "core/signals.h"
+#include "output_flags.h"
 #include "telemetry/source_spec.h"
 #include "watch/watch_command.h"
 
@@ -18,9 +20,21 @@ namespace {
 struct WatchFlags {
   watch::WatchCommandOptions options;
   std::string log_level = "info";
+  bool force = false;
 };
 
+// The files watch/run write, against the logs a replay source reads.
+bool WatchOutputsAllowed(const WatchFlags& f, bool run_mode) {
+  const watch::WatchCommandOptions& o = f.options;
+  return OutputsAllowed(run_mode ? "run" : "watch", ReplaySourceFiles(o.source),
+                        {{"--events", o.watch.events_path},
+                         {"--ready-file", o.watch.ready_file},
+                         {"--diag-output", o.watch.kill.diag_output}},
+                        f.force);
+}
+
 int RunWatch(WatchFlags f, bool run_mode) {
+  if (!WatchOutputsAllowed(f, run_mode)) return kExitBadInput;
   auto logger = spdlog::stderr_color_mt(run_mode ? "run" : "watch");
   logger->set_pattern("%Y-%m-%dT%H:%M:%S.%e wattwatch %^%l%$: %v");
   spdlog::set_default_logger(logger);
@@ -56,6 +70,7 @@ void AddCommonFlags(CLI::App* cmd, WatchFlags* flags, bool run_mode) {
       "job_id label on every metric (default $SLURM_JOB_ID, else $TORCHELASTIC_RUN_ID)");
   cmd->add_flag("--linger", w->linger,
                 "replay/sim: keep serving /metrics after the source ends, until SIGTERM");
+  AddForceFlag(cmd, &flags->force);
   cmd->add_option("--events", w->events_path,
                   "append one JSON line per state change, hang and action to FILE (fsync'd)");
   cmd->add_option("--progress-log", f->progress_log,

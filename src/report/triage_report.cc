@@ -53,6 +53,22 @@ nlohmann::json KeyJson(const TriageReport& r, GpuKey k) {
   return {{"host", HostName(r, k.host)}, {"gpu", k.gpu}};
 }
 
+// "node0/GPU0 saved while 15 GPUs (node0/GPU1-7, node1/GPU0-7) waited": the writers are the quiet
+// ranks; the waiters the other GPUs of the job (those that spent time in checkpoints).
+std::string CheckpointWho(const TriageReport& r, const triage::CheckpointEpisode& c) {
+  std::vector<GpuKey> waiters;
+  for (const auto& g : r.gpus) {
+    if (g.seconds[static_cast<size_t>(GpuState::kCheckpoint)] <= 0) continue;
+    if (std::find(c.writers.begin(), c.writers.end(), g.key) != c.writers.end()) continue;
+    waiters.push_back(g.key);
+  }
+  std::vector<GpuKey> writers = c.writers;
+  std::sort(writers.begin(), writers.end());
+  std::string s = GpuList(r, writers) + " saved";
+  if (!waiters.empty()) s += " while " + GpuList(r, waiters) + " waited";
+  return s;
+}
+
 }  // namespace
 
 double TriageReport::wasted_gpu_hours() const {
@@ -81,7 +97,9 @@ TriageReport MakeReport(const triage::TriageEngine& engine, std::vector<std::str
   }
   r.events = engine.events();
   r.hang_episodes = engine.hang_episodes();
-  r.checkpoints = engine.checkpoints();
+  for (const auto& c : engine.checkpoints()) {
+    if (c.end_ms - c.start_ms >= 50) r.checkpoints.push_back(c);
+  }
   r.warnings = std::move(warnings);
   r.notes = engine.notes();
   // What the signals cannot show, once per reason with the GPUs it holds for.
@@ -127,6 +145,13 @@ std::string RenderText(const TriageReport& r, bool color) {
   out += fmt::format("wattwatch triage: {} host{}, {} GPUs, {} .. {} ({}), {} samples\n\n",
                      r.hosts.size(), r.hosts.size() == 1 ? "" : "s", r.gpus.size(), ts(r.first_ms),
                      ts(r.last_ms), Duration(span_s), samples);
+  if (!r.host_paths.empty()) {
+    out += "hosts:";
+    for (size_t h = 0; h < r.hosts.size() && h < r.host_paths.size(); ++h) {
+      out += fmt::format("{} {} = {}", h == 0 ? "" : ",", r.hosts[h], r.host_paths[h]);
+    }
+    out += "\n\n";
+  }
   const char* red = color ? "\033[1;31m" : "";
   const char* green = color ? "\033[1;32m" : "";
   const char* reset = color ? "\033[0m" : "";
@@ -185,10 +210,9 @@ std::string RenderText(const TriageReport& r, bool color) {
       total += static_cast<double>(c.end_ms - c.start_ms) / 1000.0;
     out += fmt::format("\nCheckpoints: {} ({} in all)\n", r.checkpoints.size(), Duration(total));
     for (const auto& c : r.checkpoints) {
-      out += fmt::format(
-          "  {} .. {} ({}): {}\n", ts(c.start_ms), ts(c.end_ms),
-          Duration(static_cast<double>(c.end_ms - c.start_ms) / 1000.0),
-          c.all_ranks ? "all ranks saving" : "peers waited on " + GpuList(r, c.writers));
+      out += fmt::format("  {} .. {} ({}): {}\n", ts(c.start_ms), ts(c.end_ms),
+                         Duration(static_cast<double>(c.end_ms - c.start_ms) / 1000.0),
+                         c.all_ranks ? "all ranks saving" : CheckpointWho(r, c));
     }
   }
 
@@ -269,7 +293,9 @@ nlohmann::json RenderJson(const TriageReport& r) {
       gj["comm_share"] = cs ? json(std::round(*cs * 10000) / 10000) : json(nullptr);
       gpus.push_back(std::move(gj));
     }
-    hosts.push_back({{"host", r.hosts[h]}, {"gpus", std::move(gpus)}});
+    json host = {{"host", r.hosts[h]}, {"gpus", std::move(gpus)}};
+    if (h < r.host_paths.size()) host["path"] = r.host_paths[h];
+    hosts.push_back(std::move(host));
   }
   json episodes = json::array();
   for (const auto& e : r.hang_episodes) {

@@ -14,6 +14,9 @@ namespace ww::report {
 
 struct TriageReport {
   std::vector<std::string> hosts;  // indexed by GpuKey::host
+  // The file each host was read from, when the host names are not plain file names (same-named
+  // files from different folders): listed in the summary and JSON. Else empty.
+  std::vector<std::string> host_paths;
   std::vector<triage::GpuStats> gpus;
   std::vector<triage::GpuEvidence> evidence;  // per entry of gpus
   std::vector<triage::TriageEvent> events;
@@ -30,7 +33,8 @@ struct TriageReport {
   std::optional<double> comm_share() const;
 };
 
-// Collects a finished engine's results.
+// Collects a finished engine's results. Checkpoints shorter than 50 ms (0.0 s as printed: one
+// tick between two evaluations) are not listed.
 TriageReport MakeReport(const triage::TriageEngine& engine, std::vector<std::string> hosts,
                         std::vector<std::string> warnings);
 

@@ -178,7 +178,13 @@ void CheckpointTracker::Update(JobMode mode, bool trained, std::span<const GpuVi
       }
     }
     open_->end_ms = now_ms;
-    if (mode == JobMode::kCheckpointWait) open_->all_ranks = false;
+    if (mode == JobMode::kCheckpointWait && open_->all_ranks) {
+      // Quiet while every rank was quiet says nothing about who saved: the writers are the ranks
+      // quiet while the others waited (the ckpt1 trace: GPU0 saved, GPU1-7 spun in a barrier).
+      open_->all_ranks = false;
+      open_->writers.clear();
+    }
+    if (mode == JobMode::kAllQuiet && !open_->all_ranks) return;
     for (const GpuView& v : views) {
       if (v.in_job && v.cls == LocalClass::kLow && v.cur_ms == now_ms &&
           std::find(open_->writers.begin(), open_->writers.end(), v.key) == open_->writers.end()) {

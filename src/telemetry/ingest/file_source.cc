@@ -28,6 +28,7 @@ Status FileSource::Next(std::vector<GpuSample>* out) {
     if (at_end) break;
   }
   finished_ = true;
+  if (reader_->nul_tail_bytes() > 0) Skip("NUL bytes at the end skipped", reader_->NulTailNote());
   const double limit = std::max<double>(static_cast<double>(limits_.max_bad_floor),
                                         limits_.max_bad_fraction * static_cast<double>(records_));
   if (static_cast<double>(bad_) > limit) {

@@ -3,12 +3,14 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <map>
 
 #include "core/strings.h"
 #include "core/timefmt.h"
 #include "telemetry/ingest/dcgm_exporter.h"
 #include "telemetry/ingest/dcgmi_dmon.h"
+#include "telemetry/ingest/output_paths.h"
 #include "telemetry/ingest/prom_json.h"
 #include "telemetry/ingest/prom_text.h"
 #include "telemetry/ingest/smi_table.h"
@@ -66,6 +68,54 @@ std::string Unrecognized(const std::string& path, int64_t line_no, std::string_v
 }
 
 }  // namespace
+
+std::vector<std::string> HostNamesForPaths(const std::vector<std::string>& paths) {
+  std::vector<std::string> names(paths.size());
+  std::vector<std::vector<std::string>> dirs(paths.size());  // parent folders, innermost first
+  std::map<std::string, std::vector<size_t>> by_stem;
+  for (size_t i = 0; i < paths.size(); ++i) {
+    if (paths[i] == "-") {
+      names[i] = "stdin";
+    } else {
+      names[i] = HostNameFromPath(paths[i]);
+      std::error_code ec;
+      const auto abs = std::filesystem::absolute(paths[i], ec).lexically_normal();
+      for (auto p = abs.parent_path(); !ec && p.has_filename(); p = p.parent_path()) {
+        dirs[i].push_back(p.filename().string());
+      }
+    }
+    by_stem[names[i]].push_back(i);
+  }
+  for (const auto& [stem, group] : by_stem) {
+    if (group.size() < 2) continue;
+    // As many parent folders as tell the group apart: a/node0, b/node0.
+    for (size_t depth = 1;; ++depth) {
+      std::map<std::string, int> count;
+      bool any_left = false;
+      std::vector<std::string> candidate;
+      for (size_t i : group) {
+        std::string n = stem;
+        for (size_t d = 0; d < depth && d < dirs[i].size(); ++d) n = dirs[i][d] + "/" + n;
+        any_left |= depth < dirs[i].size();
+        ++count[n];
+        candidate.push_back(std::move(n));
+      }
+      const bool distinct =
+          std::all_of(count.begin(), count.end(), [](const auto& c) { return c.second == 1; });
+      if (distinct || !any_left) {
+        std::map<std::string, int> seen;
+        for (size_t k = 0; k < group.size(); ++k) {
+          std::string n = candidate[k];
+          if (int m = ++seen[n]; m > 1)
+            n += fmt::format("#{}", m);  // same folders: node0.csv{,.gz}
+          names[group[k]] = std::move(n);
+        }
+        break;
+      }
+    }
+  }
+  return names;
+}
 
 Result<InputFormat> ParseInputFormat(std::string_view name) {
   for (const auto& f : kFormats) {
@@ -263,14 +313,15 @@ Result<OpenedInputs> OpenTelemetryFiles(const std::vector<std::string>& paths,
                                         const IngestOptions& options) {
   if (paths.empty()) return Status::InvalidInput("no telemetry log given");
   if (paths.size() > 4096) return Status::InvalidInput("more than 4096 hosts");
+  WW_RETURN_IF_ERROR(CheckDistinctInputs(paths));
   OpenedInputs out;
   IngestOptions each = options;
   each.multiple_files = paths.size() > 1;
   std::vector<std::unique_ptr<TelemetrySource>> parts;
-  std::map<std::string, int> seen;
+  const std::vector<std::string> hosts = HostNamesForPaths(paths);
   for (size_t i = 0; i < paths.size(); ++i) {
-    std::string host = HostNameFromPath(paths[i]);
-    if (int n = ++seen[host]; n > 1) host += fmt::format("#{}", n);
+    const std::string& host = hosts[i];
+    if (paths[i] != "-" && host != HostNameFromPath(paths[i])) out.renamed_hosts = true;
     InputDescription d;
     auto f = OpenTelemetryFile(paths[i], host, static_cast<uint16_t>(i), each, &d);
     if (!f.ok()) return f.status();

@@ -64,6 +64,9 @@ struct InputDescription {
 struct OpenedInputs {
   std::unique_ptr<TelemetrySource> source;
   std::vector<InputDescription> inputs;  // one per file, in host order
+  // Some host is not its file name without extension (same-named files from different
+  // folders): a summary should say which file each host is.
+  bool renamed_hosts = false;
 };
 
 // Recognizes one file's format from its content (decompressed), without reading it all.
@@ -74,7 +77,13 @@ Result<ingest::OpenedFile> OpenTelemetryFile(const std::string& path, const std:
                                              uint16_t host_index, const IngestOptions& options,
                                              InputDescription* description = nullptr);
 
-// Opens the files as the hosts of one job (host = file name without extension, "#2" for a repeat).
+// Host names for the files of one job: the file name without extension; same-named files from
+// different folders get as many parent folders as tell them apart ("a/node0", "b/node0"), and
+// "#2" when even those agree; "-" (standard input) is "stdin".
+std::vector<std::string> HostNamesForPaths(const std::vector<std::string>& paths);
+
+// Opens the files as the hosts of one job (host names: HostNamesForPaths). The same file twice
+// is an error (each file is one host); "-" reads standard input.
 Result<OpenedInputs> OpenTelemetryFiles(const std::vector<std::string>& paths,
                                         const IngestOptions& options = {});
 

@@ -147,4 +147,20 @@ int64_t Warnings::Count(const std::string& kind) const {
   return it == by_kind_.end() ? 0 : it->second.count;
 }
 
+std::string DecimalCommaHint(std::string_view line) {
+  auto digit = [](char c) { return c >= '0' && c <= '9'; };
+  for (size_t i = 1; i + 1 < line.size(); ++i) {
+    if (line[i] != ',' || !digit(line[i - 1]) || !digit(line[i + 1])) continue;
+    size_t b = i, e = i + 1;
+    while (b > 0 && (digit(line[b - 1]) || line[b - 1] == '.')) --b;
+    while (e < line.size() && digit(line[e])) ++e;
+    return fmt::format(
+        " (values like '{}' have a decimal comma: the log was written in a locale such as de_DE; "
+        "a comma inside a number splits it into two fields. Log with LC_ALL=C nvidia-smi ... so "
+        "numbers are written '123.45')",
+        Excerpt(line.substr(b, e - b), 20));
+  }
+  return "";
+}
+
 }  // namespace ww::ingest

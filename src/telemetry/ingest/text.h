@@ -30,6 +30,11 @@ std::vector<std::string_view> SplitWhitespace(std::string_view s);
 // '?', valid UTF-8.
 std::string Excerpt(std::string_view line, size_t max_chars = 80);
 
+// For a row with more fields than its header: " (values like '123,45' ...)" when a comma sits
+// between two digits, as a decimal-comma locale (de_DE, fr_FR) writes numbers, which shifts every
+// column after it; "" otherwise. nvidia-smi separates fields with ", ", never a bare comma.
+std::string DecimalCommaHint(std::string_view line);
+
 // Warnings grouped by kind: a count and the first three messages, rendered as
 // "KIND (N times); example; example".
 class Warnings {

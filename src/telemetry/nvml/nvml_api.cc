@@ -1,11 +1,62 @@
 #include "telemetry/nvml/nvml_api.h"
 
 #include <dlfcn.h>
+#include <elf.h>
+#include <fcntl.h>
 #include <fmt/format.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
+
+#include "telemetry/ingest/text.h"
 
 namespace ww::nvml {
+namespace {
+
+// A library named by path (--nvml-lib, $WATTWATCH_NVML_LIB) is checked before dlopen: dlerror's
+// "invalid ELF header" does not tell a user that they pointed at a text file or a program.
+Status CheckLoadableLibrary(const std::string& path, const std::string& origin) {
+  if (path.find('/') == std::string::npos) return Status::Ok();  // a soname: the loader searches
+  auto refuse = [&](const std::string& why) {
+    return Status::Unavailable(
+        fmt::format("cannot load NVML: {} (from {}) is not a loadable library: {}. {}", path,
+                    origin, why, kNvmlHowToPoint));
+  };
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) {
+    return Status::Unavailable(fmt::format("cannot load NVML: {} (from {}): {}. {}", path, origin,
+                                           std::strerror(errno), kNvmlHowToPoint));
+  }
+  if (S_ISDIR(st.st_mode)) return refuse("it is a directory");
+  if (!S_ISREG(st.st_mode)) return refuse("it is not a regular file");
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return refuse(fmt::format("cannot read it: {}", std::strerror(errno)));
+  unsigned char head[sizeof(Elf64_Ehdr)] = {};
+  const ssize_t n = ::read(fd, head, sizeof head);
+  ::close(fd);
+  if (n < EI_NIDENT || std::memcmp(head, ELFMAG, SELFMAG) != 0) {
+    return refuse(
+        fmt::format("it is not an ELF shared object (it begins '{}')",
+                    ingest::Excerpt(std::string_view(reinterpret_cast<const char*>(head),
+                                                     static_cast<size_t>(std::max<ssize_t>(n, 0))),
+                                    16)));
+  }
+  // e_type sits at the same offset in 32- and 64-bit headers, in the file's byte order.
+  if (n >= 18) {
+    const bool big_endian = head[EI_DATA] == ELFDATA2MSB;
+    const unsigned type = big_endian ? (head[16] << 8 | head[17]) : (head[17] << 8 | head[16]);
+    if (type != ET_DYN) {
+      return refuse(type == ET_EXEC ? "it is an ELF executable, not a shared object"
+                                    : "it is an ELF file but not a shared object");
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
 
 std::string NvmlReturnName(nvmlReturn_t rc) {
   switch (rc) {
@@ -84,6 +135,7 @@ Result<std::shared_ptr<NvmlLib>> NvmlLib::Load(const std::string& explicit_path)
   std::shared_ptr<NvmlLib> lib(new NvmlLib());
   lib->path_ = path;
   // RTLD_LOCAL: NVML's symbols must not leak into the global namespace of the process.
+  WW_RETURN_IF_ERROR(CheckLoadableLibrary(path, origin));
   lib->handle_ = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (lib->handle_ == nullptr) {
     const char* err = dlerror();

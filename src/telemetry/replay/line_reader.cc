@@ -10,6 +10,75 @@
 #include <cstring>
 
 namespace ww {
+namespace {
+
+// Standard input, shared by every LineReader opened on "-". Format detection opens a file more
+// than once (detect, then read; W&B peeks at the first record), which a pipe cannot do: the
+// first kReplayBytes read are kept and handed again to a reader that starts over, past them
+// standard input is read once, by whichever reader gets there. Detection reads at most about
+// 2 MiB, so the readers after it never run out of the replayed head.
+class StdinTap {
+ public:
+  static StdinTap& Get() {
+    static StdinTap tap;
+    return tap;
+  }
+
+  Result<size_t> Read(uint64_t* offset, char* dst, size_t cap) {
+    if (*offset < head_.size()) {
+      const size_t n = std::min<size_t>(cap, head_.size() - *offset);
+      std::memcpy(dst, head_.data() + *offset, n);
+      *offset += n;
+      return n;
+    }
+    if (*offset != consumed_) {
+      return Status::InvalidInput(fmt::format(
+          "<stdin>: read again past its first {} MiB (standard input can be read only once)",
+          kReplayBytes >> 20));
+    }
+    for (;;) {
+      const ssize_t n = ::read(STDIN_FILENO, dst, cap);
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        return Status::IoError(fmt::format("<stdin>: read failed: {}", std::strerror(errno)));
+      }
+      const auto got = static_cast<size_t>(n);
+      if (head_.size() == consumed_ && head_.size() + got <= kReplayBytes) head_.append(dst, got);
+      consumed_ += got;
+      *offset += got;
+      return got;
+    }
+  }
+
+ private:
+  static constexpr size_t kReplayBytes = size_t{16} << 20;
+  std::string head_;       // the first bytes of standard input, as read
+  uint64_t consumed_ = 0;  // bytes taken from the descriptor so far
+};
+
+// UTF-16 text (a byte-order mark, or ASCII with every other byte NUL: PowerShell's `>`, Excel's
+// "Unicode text"): "FF FE" / "FE FF" / "" when the bytes do not look like it.
+const char* Utf16Kind(const unsigned char* b, size_t n) {
+  if (n >= 2 && b[0] == 0xff && b[1] == 0xfe) return "UTF-16LE (byte-order mark FF FE)";
+  if (n >= 2 && b[0] == 0xfe && b[1] == 0xff) return "UTF-16BE (byte-order mark FE FF)";
+  const size_t m = std::min<size_t>(n, 512) & ~size_t{1};
+  if (m < 16) return "";
+  auto ascii_at = [&](size_t parity) {
+    for (size_t i = 0; i < m; i += 2) {
+      const unsigned char text = b[i + parity], zero = b[i + 1 - parity];
+      if (zero != 0 || text == 0 || text >= 0x80 ||
+          (text < 0x20 && text != '\t' && text != '\n' && text != '\r')) {
+        return false;
+      }
+    }
+    return true;
+  };
+  if (ascii_at(0)) return "UTF-16LE (every other byte NUL)";
+  if (ascii_at(1)) return "UTF-16BE (every other byte NUL)";
+  return "";
+}
+
+}  // namespace
 
 const char* CompressionName(Compression c) {
   switch (c) {
@@ -42,16 +111,19 @@ struct LineReader::Decoder {
 
 Result<std::unique_ptr<LineReader>> LineReader::Open(const std::string& path,
                                                      size_t max_line_bytes) {
+  if (path == "-") {
+    return std::unique_ptr<LineReader>(new LineReader("<stdin>", -1, max_line_bytes, true));
+  }
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
     return Status::NotFound(fmt::format("{}: cannot open: {}", path, std::strerror(errno)));
   }
   ::posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
-  return std::unique_ptr<LineReader>(new LineReader(path, fd, max_line_bytes));
+  return std::unique_ptr<LineReader>(new LineReader(path, fd, max_line_bytes, false));
 }
 
-LineReader::LineReader(std::string path, int fd, size_t max_line_bytes)
-    : path_(std::move(path)), fd_(fd), max_line_bytes_(max_line_bytes) {
+LineReader::LineReader(std::string path, int fd, size_t max_line_bytes, bool is_stdin)
+    : path_(std::move(path)), fd_(fd), max_line_bytes_(max_line_bytes), is_stdin_(is_stdin) {
   buf_.resize(std::max<size_t>(1 << 20, max_line_bytes + 1));
 }
 
@@ -59,7 +131,16 @@ LineReader::~LineReader() {
   if (fd_ >= 0) ::close(fd_);
 }
 
+std::string LineReader::NulTailNote() const {
+  if (nul_tail_bytes_ == 0) return "";
+  return fmt::format(
+      "{} NUL bytes after line {} skipped (the end of a log whose writer crashed before its last "
+      "blocks were written)",
+      nul_tail_bytes_, nul_after_line_);
+}
+
 Result<size_t> LineReader::ReadRaw(char* dst, size_t cap) {
+  if (is_stdin_) return StdinTap::Get().Read(&stdin_offset_, dst, cap);
   for (;;) {
     ssize_t n = ::read(fd_, dst, cap);
     if (n < 0) {
@@ -89,6 +170,13 @@ Result<size_t> LineReader::ReadText(char* dst, size_t cap) {
       compression_ = Compression::kZstd;
     }
     if (compression_ == Compression::kNone) {
+      if (const char* utf16 = Utf16Kind(b, have); *utf16 != '\0') {
+        return Status::InvalidInput(fmt::format(
+            "{}: {} text; wattwatch reads UTF-8 (or ASCII) logs: convert it first with  iconv -f "
+            "UTF-16 -t UTF-8 {} > {}.utf8",
+            path_, utf16, path_ == "<stdin>" ? "FILE" : path_,
+            path_ == "<stdin>" ? "FILE" : path_));
+      }
       const size_t n = std::min(have, cap);
       std::memcpy(dst, d->in.data(), n);
       if (n < have) {  // cap is the whole buffer, so this only happens for tiny caps
@@ -216,6 +304,19 @@ Status LineReader::Fill() {
     if (*n == 0) {
       eof_ = true;
     } else {
+      if (nul_dropped_) {
+        // NULs were dropped as a possible tail, and the file goes on: unless this is more of
+        // them, they were in the middle of the text.
+        const char* p = buf_.data() + end_;
+        for (size_t i = 0; i < *n; ++i) {
+          if (p[i] != '\0') {
+            return Status::InvalidInput(fmt::format(
+                "{}:{}: {} NUL bytes in the middle of the file, then text again (a crash-damaged "
+                "or binary file); only a NUL run at the very end is skipped",
+                path_, line_number_ + 1, nul_tail_bytes_ + i));
+          }
+        }
+      }
       end_ += *n;
       bytes_read_ += *n;
     }
@@ -241,11 +342,23 @@ Result<bool> LineReader::Next(std::string_view* line, bool* complete) {
       ++line_number_;
       return true;
     }
+    if ((avail > max_line_bytes_ || eof_) && avail > 0 && start[avail - 1] == '\0') {
+      // A NUL run ending the pending text: a crashed writer's tail if nothing but NULs follows
+      // (checked in Fill), dropped now so a long one does not count as an overlong line.
+      size_t run = 0;
+      while (run < avail && start[avail - 1 - run] == '\0') ++run;
+      if (nul_tail_bytes_ == 0) nul_after_line_ = line_number_;
+      nul_tail_bytes_ += run;
+      nul_dropped_ = !eof_;
+      end_ -= run;
+      continue;
+    }
     if (avail > max_line_bytes_) {
       return Status::InvalidInput(fmt::format("{}:{}: line longer than {} bytes (binary file?)",
                                               path_, line_number_ + 1, max_line_bytes_));
     }
     if (eof_) {
+      nul_dropped_ = false;
       if (avail == 0) return false;
       size_t len = avail;
       begin_ = end_;

@@ -2,7 +2,15 @@
 // multi-gigabyte log is read in bounded memory. Lines are returned without the trailing "\n" or
 // "\r\n". gzip and zstd files are decompressed on the fly, recognized by their magic bytes (not
 // the file name), so every reader built on it takes `log.csv.gz` and `log.zst` as they are.
-// Not thread-safe; owned by one reader.
+//
+// The path "-" is standard input (named "<stdin>" in messages), compressed or not. Format
+// detection opens a file more than once, so the first 16 MiB read from standard input are kept
+// and handed again to a reader that starts over; past them it is read once.
+// A run of NUL bytes at the very end (what a node crash leaves: blocks allocated, never written)
+// is dropped like a cut-off last line and counted in nul_tail_bytes() for the readers' warning;
+// NUL bytes followed by more text stay in the lines (the readers reject binary data), and a run
+// of them longer than a line is an error. UTF-16 text is refused with the iconv command to fix it.
+// Not thread-safe; owned by one reader (standard input: one thread opens and reads it).
 #pragma once
 
 #include <cstddef>
@@ -43,10 +51,14 @@ class LineReader {
   uint64_t bytes_read() const { return bytes_read_; }
   const std::string& path() const { return path_; }
   Compression compression() const { return compression_; }
+  // NUL bytes dropped from the end of the text (0: none); final once Next() returned false.
+  uint64_t nul_tail_bytes() const { return nul_tail_bytes_; }
+  // "N NUL bytes after line L skipped (...)", or "" without a NUL tail: the readers' warning.
+  std::string NulTailNote() const;
 
  private:
   struct Decoder;
-  LineReader(std::string path, int fd, size_t max_line_bytes);
+  LineReader(std::string path, int fd, size_t max_line_bytes, bool is_stdin);
   Status Fill();
   // Reads up to `cap` bytes of the file's text (decompressed) into dst; 0 at the end.
   Result<size_t> ReadText(char* dst, size_t cap);
@@ -64,6 +76,11 @@ class LineReader {
   std::unique_ptr<Decoder> decoder_;
   int64_t line_number_ = 0;
   uint64_t bytes_read_ = 0;
+  bool is_stdin_ = false;
+  uint64_t stdin_offset_ = 0;    // raw bytes of standard input this reader consumed
+  uint64_t nul_tail_bytes_ = 0;  // NULs dropped from the end of the pending text
+  bool nul_dropped_ = false;     // ... and more text may still come (not yet at the end)
+  int64_t nul_after_line_ = 0;   // the last whole line before them
 };
 
 }  // namespace ww

@@ -504,6 +504,10 @@ class NvsmiLogSource final : public TelemetrySource {
           --data_rows_;
           deferred_bad_.reset();
         }
+        if (reader_->nul_tail_bytes() > 0 && !nul_tail_noted_) {
+          nul_tail_noted_ = true;
+          warnings_.Add("NUL bytes at the end skipped", reader_->NulTailNote());
+        }
         return std::optional<Row>();
       }
       const int64_t n = reader_->line_number();
@@ -531,7 +535,8 @@ class NvsmiLogSource final : public TelemetrySource {
       }
       if (fields_.size() != columns_.size()) {
         deferred_bad_.emplace(
-            fmt::format("line {}: {} fields, header has {}", n, fields_.size(), columns_.size()),
+            fmt::format("line {}: {} fields, header has {}{}", n, fields_.size(), columns_.size(),
+                        fields_.size() > columns_.size() ? ingest::DecimalCommaHint(line) : ""),
             "row with wrong number of fields skipped");
         continue;
       }
@@ -995,6 +1000,7 @@ class NvsmiLogSource final : public TelemetrySource {
   std::map<uint16_t, GpuInfo> infos_;
   std::string name_;
   Warnings warnings_;
+  bool nul_tail_noted_ = false;
   int64_t data_rows_ = 0;
   int64_t bad_rows_ = 0;
   int64_t emitted_ = 0;
