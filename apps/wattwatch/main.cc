@@ -26,6 +26,7 @@ int main(int argc, char** argv) {
   ww::app::AddWatchCommands(app, &exit_code);
   ww::app::AddIobenchCommand(app, &exit_code);
   ww::app::AddScalingCommand(app, &exit_code);
+  ww::app::AddIncidentCommand(app, &exit_code);
 
   try {
     app.parse(argc, argv);
