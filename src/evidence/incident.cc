@@ -71,9 +71,9 @@ std::string RenderIncidentMarkdown(const HangContext& c, const EvidenceReport& r
                     c.hang_reason.empty() ? "confirmed by the watcher" : c.hang_reason);
   md += fmt::format("**When.** Confirmed at {}; the evidence took {:.1f} s to gather.\n\n",
                     FormatIsoMs(c.confirmed_unix_ms, true), r.elapsed_s);
-  md += "**Which ranks.** ";
+  md += "**Which ranks.**";
   if (r.culprits.empty()) {
-    md += "None named. ";
+    md += " None named. ";
     md += r.summary + ".";
     if (!c.telemetry_culprits.empty()) {
       md += fmt::format(" Telemetry alone said: {}.", fmt::join(c.telemetry_culprits, "; "));
