@@ -304,20 +304,20 @@ FileStamp StampFile(const std::string& path) {
 
 namespace {
 
-constexpr size_t kMaxDumpBytes = 256u << 20;
+// A dump of TORCH_FR_BUFFER_SIZE=2000 entries with frames is a few MB; 20k entries tens of MB.
+constexpr size_t kMaxDumpBytes = 64u << 20;
 
 bool SameStamp(const FileStamp& a, const FileStamp& b) {
   return a.exists == b.exists && a.mtime_ns == b.mtime_ns && a.size == b.size && a.inode == b.inode;
 }
 
-std::string ReadCapped(const std::string& path, bool* too_big) {
+std::string ReadCapped(const std::string& path, int64_t size, bool* too_big) {
+  *too_big = size > static_cast<int64_t>(kMaxDumpBytes);
+  if (*too_big || size <= 0) return "";
   std::ifstream in(path, std::ios::binary);
-  std::string bytes;
-  bytes.resize(kMaxDumpBytes + 1);
+  std::string bytes(static_cast<size_t>(size), '\0');
   in.read(bytes.data(), static_cast<std::streamsize>(bytes.size()));
   bytes.resize(static_cast<size_t>(in.gcount()));
-  *too_big = bytes.size() > kMaxDumpBytes;
-  if (*too_big) bytes.resize(kMaxDumpBytes);
   return bytes;
 }
 
@@ -344,7 +344,7 @@ std::vector<FrDumpFile> WaitForDumps(const std::string& dump_prefix, const std::
         continue;
       }
       bool too_big = false;
-      f.bytes = ReadCapped(f.path, &too_big);
+      f.bytes = ReadCapped(f.path, now.size, &too_big);
       if (too_big) {
         f.error =
             fmt::format("rank {}: {} is over {} bytes; not read", f.rank, f.path, kMaxDumpBytes);

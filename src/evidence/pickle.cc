@@ -106,6 +106,15 @@ class PickleParser {
       return Status::InvalidInput(fmt::format("pickle of {} bytes is over the {} byte cap",
                                               data_.size(), limits_.max_input_bytes));
     }
+    // Protocol 2+ pickles (every Flight Recorder dump, torch's Pickler writes protocol 2) open with
+    // PROTO; anything else is not a dump, and saying so beats naming its first byte as an opcode.
+    if (!data_.empty() && static_cast<uint8_t>(data_[0]) != 0x80) {
+      std::string head;
+      for (char c : data_.substr(0, 16)) head += (c >= 0x20 && c < 0x7f) ? c : '.';
+      return Status::InvalidInput(fmt::format(
+          "not a pickle of protocol 2 or later (no PROTO opcode at offset 0; starts \"{}\")",
+          head));
+    }
     while (pos_ < data_.size()) {
       op_offset_ = pos_;
       op_ = static_cast<uint8_t>(data_[pos_++]);

@@ -32,11 +32,12 @@ struct PickleValue {
 };
 
 struct PickleLimits {
-  size_t max_input_bytes = 256u << 20;  // a dump of 20k entries with frames is tens of MB
+  // Worst case about 64 MB of input plus ~110 bytes per value: ~300 MB at these caps.
+  size_t max_input_bytes = 64u << 20;   // a dump of 20k entries with frames is tens of MB
   size_t max_string_bytes = 16u << 20;  // one str or bytes value
-  size_t max_values = 8u << 20;         // values created in total
+  size_t max_values = 2u << 20;         // values created in total (~30 per entry)
   size_t max_stack = 1u << 20;          // values on the stack plus MARKs
-  size_t max_memo = 8u << 20;
+  size_t max_memo = 2u << 20;
 };
 
 class PickleDoc {

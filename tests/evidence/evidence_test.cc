@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "evidence/incident.h"
@@ -242,6 +243,35 @@ TEST(HangEvidence, AnUnreadableDumpIsAClearLineNotACrash) {
   EXPECT_FALSE(r.fr_dumps[2].dump.has_value());
   EXPECT_NE(r.fr_dumps[2].error.find("rank 7: no new dump"), std::string::npos);
   EXPECT_LT(r.elapsed_s, 3.0);
+}
+
+TEST(HangEvidence, HugeGarbageAndStaleDumpsGetAClearLine) {
+  TempDir dir;
+  const std::string prefix = dir / "dump_";
+  // Rank 0: over the 64 MB cap (a sparse file: the size is what counts). Rank 1: not a pickle.
+  // Rank 2: a code-importing pickle. Rank 3: present before the poke and unchanged since.
+  ww::testing::WriteFile(prefix + "3", "old dump");
+  std::map<int, FileStamp> before = {{3, StampFile(prefix + "3")}};
+  ASSERT_EQ(truncate((ww::testing::WriteFile(prefix + "0", ""), prefix + "0").c_str(), 65LL << 20),
+            0);
+  ww::testing::WriteFile(prefix + "1", "this is not a pickle");
+  ww::testing::WriteFile(prefix + "2", std::string("\x80\x02"
+                                                   "cos\nsystem\n",
+                                                   13));
+  const std::vector<FrDumpFile> files =
+      WaitForDumps(prefix, {0, 1, 2, 3}, before, SystemClock()->NowMonotonicNs(), SystemClock());
+  ASSERT_EQ(files.size(), 4u);
+  EXPECT_NE(files[0].error.find("is over 67108864 bytes; not read"), std::string::npos)
+      << files[0].error;
+  EXPECT_NE(files[1].error.find("rank 1: " + prefix +
+                                "1: not a pickle of protocol 2 or later (no PROTO opcode at "
+                                "offset 0; starts \"this is not a pi\")"),
+            std::string::npos)
+      << files[1].error;
+  EXPECT_NE(files[2].error.find("opcode GLOBAL (0x63) at offset 2: refused"), std::string::npos)
+      << files[2].error;
+  EXPECT_EQ(files[3].error, "rank 3: no new dump at " + prefix + "3");
+  for (const FrDumpFile& f : files) EXPECT_FALSE(f.dump.has_value());
 }
 
 TEST(HangEvidence, EvidenceTaskRunsOffTheCallersThread) {
