@@ -267,6 +267,28 @@ nlohmann::json EvidenceReport::ToJson() const {
   return j;
 }
 
+nlohmann::json EvidenceReport::EventFields() const {
+  nlohmann::json j = {{"summary", summary}, {"incident_dir", incident_dir}};
+  j["culprits"] = nlohmann::json::array();
+  for (const Culprit& c : culprits) {
+    j["culprits"].push_back({{"rank", c.rank},
+                             {"host", c.host},
+                             {"pid", c.pid},
+                             {"gpu", c.gpu},
+                             {"source", c.source},
+                             {"reason", c.reason}});
+  }
+  return j;
+}
+
+std::vector<std::pair<std::string, std::string>> EvidenceReport::HookEnv() const {
+  std::set<int> ranks;
+  for (const Culprit& c : culprits) ranks.insert(c.rank);
+  return {{"WATTWATCH_INCIDENT_DIR", incident_dir},
+          {"WATTWATCH_CULPRIT_RANKS", fmt::format("{}", fmt::join(ranks, ","))},
+          {"WATTWATCH_CULPRIT_REASON", summary}};
+}
+
 EvidenceTask::EvidenceTask(EvidenceOptions options, HangContext context, Clock* clock)
     : future_(
           std::async(std::launch::async, [o = std::move(options), c = std::move(context), clock]() {

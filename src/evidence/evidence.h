@@ -76,6 +76,12 @@ struct EvidenceReport {
   std::string summary;
 
   nlohmann::json ToJson() const;
+  // Merged into the hang event, the webhook payload and /state as j["evidence"]:
+  // {"summary", "incident_dir", "culprits": [{"rank", "host", "pid", "gpu", "source", "reason"}]}.
+  nlohmann::json EventFields() const;
+  // For the hook's environment: WATTWATCH_INCIDENT_DIR, WATTWATCH_CULPRIT_RANKS ("2,11"),
+  // WATTWATCH_CULPRIT_REASON (the summary line).
+  std::vector<std::pair<std::string, std::string>> HookEnv() const;
 };
 
 // Does the whole step synchronously (RAS and Flight Recorder in parallel) and writes the

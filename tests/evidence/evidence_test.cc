@@ -94,6 +94,13 @@ TEST(HangEvidence, NamesTheRankBehindFromBothSourcesAndWritesTheIncidentFolder) 
             std::string::npos)
       << r.summary;
 
+  const nlohmann::json fields = r.EventFields();
+  EXPECT_EQ(fields["culprits"][0]["rank"], 2);
+  EXPECT_EQ(fields["incident_dir"], r.incident_dir);
+  const auto env = r.HookEnv();
+  ASSERT_EQ(env.size(), 3u);
+  EXPECT_EQ(env[1], (std::pair<std::string, std::string>{"WATTWATCH_CULPRIT_RANKS", "2"}));
+
   ASSERT_FALSE(r.incident_dir.empty());
   EXPECT_EQ(CountFiles(r.incident_dir + "/fr"), 5);  // four dumps and reading.txt
   for (int rank = 0; rank < 4; ++rank) {
