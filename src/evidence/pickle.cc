@@ -187,12 +187,6 @@ class PickleParser {
     }
     return Fail("no MARK on the stack");
   }
-  Result<PickleValue*> Top(PickleValue::Kind want1, PickleValue::Kind want2) {
-    if (stack_.empty() || stack_.back() == kMark) return Fail("stack underflow");
-    PickleValue* v = &doc_.values_[stack_.back()];
-    if (v->kind != want1 && v->kind != want2) return Fail("target is not a container of that kind");
-    return v;
-  }
   // The container under `from` (a MARK position or the top value), for APPENDS/SETITEMS.
   Result<uint32_t> ContainerBelow(size_t from, PickleValue::Kind want) {
     if (from == 0 || stack_[from - 1] == kMark) return Fail("no container below the items");

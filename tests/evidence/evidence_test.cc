@@ -3,8 +3,11 @@
 // and a CPython pickle dump), one of them a collective behind.
 #include "evidence/evidence.h"
 
+#include <arpa/inet.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -279,6 +282,52 @@ TEST(HangEvidence, HugeGarbageAndStaleDumpsGetAClearLine) {
       << files[2].error;
   EXPECT_EQ(files[3].error, "rank 3: no new dump at " + prefix + "3");
   for (const FrDumpFile& f : files) EXPECT_FALSE(f.dump.has_value());
+}
+
+TEST(HangEvidence, ARasThatNeverAnswersCostsItsDeadlineOnly) {
+  // Listening but never accepting: connect() succeeds through the backlog, the handshake never
+  // gets a reply.
+  const int s = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  ASSERT_EQ(bind(s, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  ASSERT_EQ(listen(s, 4), 0);
+  ASSERT_EQ(getsockname(s, reinterpret_cast<sockaddr*>(&a), &len), 0);
+  RasQueryOptions q;
+  q.host = "127.0.0.1";
+  q.port = ntohs(a.sin_port);
+  q.timeout_ms = 700;
+  const auto start = std::chrono::steady_clock::now();
+  Result<RasReply> r = QueryRas(q);
+  const double took =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  close(s);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kDeadlineExceeded) << r.status().message();
+  EXPECT_NE(r.status().message().find("RAS did not answer to CLIENT PROTOCOL 2"), std::string::npos)
+      << r.status().message();
+  EXPECT_GE(took, 0.6);
+  EXPECT_LT(took, 1.5);
+}
+
+TEST(HangEvidence, ARankMissingFromBothRepliesIsNamed) {
+  for (const char* format : {"json", "text"}) {
+    SCOPED_TRACE(format);
+    TempDir dir;
+    std::vector<std::string> flags = {"--ranks", "8", "--missing", "5", "--mode", "stuck"};
+    if (std::string(format) == "text") flags.push_back("--text-only");
+    RasResponder ras(dir.path(), flags);
+    ASSERT_GT(ras.port(), 0);
+    EvidenceOptions o = Options(dir, ras.port());
+    o.incident_root.clear();
+    const EvidenceReport r = CollectHangEvidence(o, Context(), SystemClock());
+    ASSERT_EQ(r.culprits.size(), 1u);
+    EXPECT_EQ(r.culprits[0].reason,
+              "rank 5 (node0 GPU5, pid 4705) is missing in communicator 0x27a079b828ff1a75 (RAS "
+              "could not reach it)");
+  }
 }
 
 TEST(HangEvidence, EvidenceTaskRunsOffTheCallersThread) {
