@@ -145,7 +145,6 @@ FrAnalysis AnalyzeFlightRecorder(const std::vector<FrRankDump>& dumps) {
   FrAnalysis out;
   // pg label -> rank -> progress
   std::map<std::string, std::map<int, RankProgress>> groups;
-  std::map<std::string, std::map<std::pair<int, int64_t>, const FrEntry*>> by_seq;
   for (const FrRankDump& d : dumps) {
     for (const FrEntry& e : d.entries) {
       if (e.is_p2p || !e.collective_seq_id) continue;
@@ -153,7 +152,6 @@ FrAnalysis AnalyzeFlightRecorder(const std::vector<FrRankDump>& dumps) {
       RankProgress& p = groups[pg][d.rank];
       p.rank = d.rank;
       const int64_t seq = *e.collective_seq_id;
-      by_seq[pg][{d.rank, seq}] = &e;
       if (seq >= p.entered) {
         p.entered = seq;
         p.last = &e;
