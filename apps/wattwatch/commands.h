@@ -18,5 +18,6 @@ void AddTopCommand(CLI::App& app, int* exit_code);
 void AddWatchCommands(CLI::App& app, int* exit_code);
 void AddIobenchCommand(CLI::App& app, int* exit_code);
 void AddScalingCommand(CLI::App& app, int* exit_code);
+void AddIncidentCommand(CLI::App& app, int* exit_code);
 
 }  // namespace ww::app

@@ -1,0 +1,314 @@
+#include "evidence/evidence.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <map>
+#include <set>
+#include <thread>
+
+#include "evidence/incident.h"
+
+namespace ww::evidence {
+namespace {
+
+int64_t SteadyMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+struct RasPart {
+  std::vector<RasReply> replies;
+  std::optional<RasVerdict> verdict;
+  std::vector<std::string> notes;
+};
+
+RasPart CollectRas(const EvidenceOptions& o, int64_t deadline_ms, Clock* clock) {
+  RasPart part;
+  const std::string where = fmt::format("{}:{}", o.ras_host, o.ras_port);
+  if (!o.ras_enabled) {
+    part.notes.push_back("NCCL RAS not asked (--no-nccl-ras)");
+    return part;
+  }
+  RasQueryOptions q;
+  q.host = o.ras_host;
+  q.port = o.ras_port;
+  auto query = [&]() -> Result<RasReply> {
+    q.timeout_ms = static_cast<int>(std::max<int64_t>(
+        100, std::min<int64_t>(o.ras_query_timeout_ms, deadline_ms - SteadyMs())));
+    return QueryRas(q);
+  };
+  Result<RasReply> first = query();
+  if (!first.ok()) {
+    part.notes.push_back(first.status().message());
+    return part;
+  }
+  part.replies.push_back(*first);
+  // The second query must still fit before the deadline, or the first stands alone.
+  const int64_t interval_ms =
+      std::min<int64_t>(o.ras_interval_ms, std::max<int64_t>(0, deadline_ms - SteadyMs() - 1000));
+  clock->SleepUntilMonotonicNs(clock->NowMonotonicNs() + interval_ms * 1000000);
+  Result<RasReply> second = query();
+  Result<RasSnapshot> s1 = ParseRasReply(*first);
+  if (!s1.ok()) {
+    part.notes.push_back(
+        fmt::format("NCCL RAS {}: first reply unreadable: {}", where, s1.status().message()));
+    return part;
+  }
+  if (!second.ok()) {
+    part.notes.push_back(
+        fmt::format("NCCL RAS {}: second query failed ({}); with one query, "
+                    "counts cannot be told stuck from moving, so nobody is named",
+                    where, second.status().message()));
+    return part;
+  }
+  part.replies.push_back(*second);
+  Result<RasSnapshot> s2 = ParseRasReply(*second);
+  if (!s2.ok()) {
+    part.notes.push_back(
+        fmt::format("NCCL RAS {}: second reply unreadable: {}", where, s2.status().message()));
+    return part;
+  }
+  part.verdict = CompareRasSnapshots(*s1, *s2);
+  part.notes.push_back(
+      fmt::format("NCCL RAS {} {} answered two queries {} ms apart ({})", where,
+                  s2->nccl_version.empty() ? "" : "(NCCL " + s2->nccl_version + ")", interval_ms,
+                  first->format));
+  return part;
+}
+
+struct FrPart {
+  std::vector<FifoPoke> pokes;
+  std::vector<FrDumpFile> dumps;
+  std::optional<FrAnalysis> analysis;
+  std::vector<std::string> notes;
+};
+
+FrPart CollectFr(const EvidenceOptions& o, int64_t deadline_ms, Clock* clock) {
+  FrPart part;
+  if (o.fr_pipe_prefix.empty()) {
+    part.notes.push_back(
+        "Flight Recorder not asked: no FIFO prefix (--fr-pipe, or TORCH_NCCL_DEBUG_INFO_PIPE_FILE "
+        "set by run)");
+    return part;
+  }
+  const std::string dump_prefix =
+      o.fr_dump_prefix.empty() ? std::string("/tmp/nccl_trace_rank_") : o.fr_dump_prefix;
+  std::map<int, FileStamp> before;
+  part.pokes = PokeFifos(o.fr_pipe_prefix, [&](int rank) {
+    before[rank] = StampFile(dump_prefix + std::to_string(rank));
+  });
+  std::vector<int> poked;
+  for (const FifoPoke& p : part.pokes) {
+    if (p.outcome == FifoPoke::Outcome::kPoked) {
+      poked.push_back(p.rank);
+    } else {
+      part.notes.push_back(
+          fmt::format("Flight Recorder FIFO {} (rank {}): {}", p.path, p.rank, p.detail));
+    }
+  }
+  if (part.pokes.empty()) {
+    part.notes.push_back(fmt::format("no Flight Recorder FIFOs {}<rank>.pipe exist; no dumps asked",
+                                     o.fr_pipe_prefix));
+    return part;
+  }
+  if (poked.empty()) return part;
+  const int64_t wait_ms =
+      std::min<int64_t>(o.fr_wait_ms, std::max<int64_t>(0, deadline_ms - SteadyMs()));
+  part.dumps =
+      WaitForDumps(dump_prefix, poked, before, clock->NowMonotonicNs() + wait_ms * 1000000, clock);
+  std::vector<FrRankDump> read;
+  for (const FrDumpFile& f : part.dumps) {
+    if (f.dump) {
+      read.push_back(*f.dump);
+    } else {
+      part.notes.push_back("Flight Recorder dump unreadable or absent: " + f.error);
+    }
+  }
+  part.notes.push_back(fmt::format("Flight Recorder: poked {} of {} FIFOs, read {} dumps",
+                                   poked.size(), part.pokes.size(), read.size()));
+  if (!read.empty()) part.analysis = AnalyzeFlightRecorder(read);
+  return part;
+}
+
+std::string RankLabel(const Culprit& c) {
+  std::vector<std::string> parts;
+  if (!c.host.empty() && c.gpu >= 0) parts.push_back(fmt::format("{} GPU{}", c.host, c.gpu));
+  if (c.pid >= 0) parts.push_back(fmt::format("pid {}", c.pid));
+  std::string s = fmt::format("rank {}", c.rank);
+  if (!parts.empty()) s += fmt::format(" ({})", fmt::join(parts, ", "));
+  return s;
+}
+
+}  // namespace
+
+EvidenceReport CollectHangEvidence(const EvidenceOptions& options, const HangContext& context,
+                                   Clock* clock) {
+  const int64_t start_ms = SteadyMs();
+  const int64_t deadline_ms = start_ms + options.overall_deadline_ms;
+  EvidenceReport report;
+  // RAS takes two queries and an interval, the Flight Recorder a wait for the dumps: run both at
+  // once so the step costs the longer of the two, not the sum.
+  auto ras_future = std::async(std::launch::async, CollectRas, options, deadline_ms, clock);
+  FrPart fr = CollectFr(options, deadline_ms, clock);
+  RasPart ras = ras_future.get();
+
+  report.ras_replies = std::move(ras.replies);
+  report.ras_verdict = std::move(ras.verdict);
+  report.fr_pokes = std::move(fr.pokes);
+  report.fr_dumps = std::move(fr.dumps);
+  report.fr_analysis = std::move(fr.analysis);
+  report.notes = std::move(ras.notes);
+  report.notes.insert(report.notes.end(), fr.notes.begin(), fr.notes.end());
+
+  if (report.ras_verdict) {
+    for (const RasCulprit& k : report.ras_verdict->culprits) {
+      report.culprits.push_back(
+          {"nccl-ras", k.who.rank, k.who.host, k.who.pid, k.who.gpu, k.sentence});
+    }
+  }
+  if (report.fr_analysis) {
+    for (const FrLaggard& l : report.fr_analysis->laggards) {
+      Culprit c{"flight-recorder", l.rank, "", -1, -1, l.sentence};
+      // RAS knows where the rank runs; the dump does not.
+      for (const Culprit& r : report.culprits) {
+        if (r.source == "nccl-ras" && r.rank == l.rank) {
+          c.host = r.host;
+          c.pid = r.pid;
+          c.gpu = r.gpu;
+        }
+      }
+      report.culprits.push_back(c);
+    }
+  }
+  // The summary names each rank once with the sources that agree on it.
+  std::map<int, std::set<std::string>> sources;
+  std::map<int, const Culprit*> first;
+  for (const Culprit& c : report.culprits) {
+    sources[c.rank].insert(c.source);
+    if (!first.count(c.rank) || c.source == "nccl-ras") first[c.rank] = &c;
+  }
+  if (sources.empty()) {
+    std::vector<std::string> why;
+    for (const std::string& n : report.notes) {
+      if (n.find("nothing listening") != std::string::npos) why.push_back("no RAS listening");
+      if (n.find("no Flight Recorder FIFOs") != std::string::npos) why.push_back("no FIFOs");
+      if (n.find("Flight Recorder not asked") != std::string::npos) why.push_back("no FR prefix");
+    }
+    report.summary = why.empty() ? "culprit: none named by NCCL RAS or the Flight Recorder"
+                                 : fmt::format("culprit: none named ({})", fmt::join(why, "; "));
+  } else {
+    std::vector<std::string> parts;
+    for (const auto& [rank, srcs] : sources) {
+      parts.push_back(fmt::format("{} [{}]: {}", RankLabel(*first[rank]), fmt::join(srcs, ", "),
+                                  first[rank]->reason));
+    }
+    report.summary = "culprit: " + fmt::format("{}", fmt::join(parts, " | "));
+  }
+  report.elapsed_s = (SteadyMs() - start_ms) / 1000.0;
+  if (!options.incident_root.empty()) {
+    Result<std::string> dir = WriteIncidentFolder(options.incident_root, context, report);
+    if (dir.ok()) {
+      report.incident_dir = *dir;
+    } else {
+      report.notes.push_back("incident folder not written: " + dir.status().message());
+    }
+  }
+  return report;
+}
+
+nlohmann::json EvidenceReport::ToJson() const {
+  using nlohmann::json;
+  json j;
+  j["incident_dir"] = incident_dir;
+  j["summary"] = summary;
+  j["elapsed_s"] = elapsed_s;
+  j["notes"] = notes;
+  j["culprits"] = json::array();
+  for (const Culprit& c : culprits) {
+    j["culprits"].push_back({{"source", c.source},
+                             {"rank", c.rank},
+                             {"host", c.host},
+                             {"pid", c.pid},
+                             {"gpu", c.gpu},
+                             {"reason", c.reason}});
+  }
+  json ras = json::object();
+  ras["replies"] = json::array();
+  for (const RasReply& r : ras_replies) {
+    ras["replies"].push_back({{"format", r.format}, {"bytes", r.body.size()}});
+  }
+  if (ras_verdict) {
+    ras["stuck_communicators"] = ras_verdict->stuck_communicators;
+    ras["lines"] = ras_verdict->lines;
+  }
+  j["nccl_ras"] = ras;
+  json fr = json::object();
+  fr["pokes"] = json::array();
+  for (const FifoPoke& p : fr_pokes) {
+    static const char* kOutcome[] = {"poked", "no_reader", "not_fifo", "error"};
+    fr["pokes"].push_back({{"rank", p.rank},
+                           {"path", p.path},
+                           {"outcome", kOutcome[static_cast<int>(p.outcome)]},
+                           {"detail", p.detail}});
+  }
+  fr["dumps"] = json::array();
+  for (const FrDumpFile& d : fr_dumps) {
+    fr["dumps"].push_back({{"rank", d.rank},
+                           {"path", d.path},
+                           {"read", d.dump.has_value()},
+                           {"entries", d.dump ? d.dump->entries.size() : 0},
+                           {"error", d.error}});
+  }
+  if (fr_analysis) fr["lines"] = fr_analysis->lines;
+  j["flight_recorder"] = fr;
+  return j;
+}
+
+nlohmann::json EvidenceReport::EventFields() const {
+  nlohmann::json j = {{"summary", summary}, {"incident_dir", incident_dir}};
+  j["culprits"] = nlohmann::json::array();
+  for (const Culprit& c : culprits) {
+    j["culprits"].push_back({{"rank", c.rank},
+                             {"host", c.host},
+                             {"pid", c.pid},
+                             {"gpu", c.gpu},
+                             {"source", c.source},
+                             {"reason", c.reason}});
+  }
+  return j;
+}
+
+std::vector<std::pair<std::string, std::string>> EvidenceReport::HookEnv() const {
+  std::set<int> ranks;
+  for (const Culprit& c : culprits) ranks.insert(c.rank);
+  return {{"WATTWATCH_INCIDENT_DIR", incident_dir},
+          {"WATTWATCH_CULPRIT_RANKS", fmt::format("{}", fmt::join(ranks, ","))},
+          {"WATTWATCH_CULPRIT_REASON", summary}};
+}
+
+EvidenceTask::EvidenceTask(EvidenceOptions options, HangContext context, Clock* clock)
+    : future_(
+          std::async(std::launch::async, [o = std::move(options), c = std::move(context), clock]() {
+            return CollectHangEvidence(o, c, clock);
+          })) {}
+
+EvidenceTask::~EvidenceTask() {
+  if (future_.valid()) future_.wait();
+}
+
+bool EvidenceTask::Ready() const {
+  return future_.valid() && future_.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
+}
+
+std::optional<EvidenceReport> EvidenceTask::Take(int64_t timeout_ms) {
+  if (!future_.valid()) return std::nullopt;
+  if (future_.wait_for(std::chrono::milliseconds(timeout_ms)) != std::future_status::ready) {
+    return std::nullopt;
+  }
+  return future_.get();
+}
+
+}  // namespace ww::evidence

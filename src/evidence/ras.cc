@@ -1,0 +1,554 @@
+#include "evidence/ras.h"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <netdb.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+
+#include "core/strings.h"
+
+namespace ww::evidence {
+namespace {
+
+bool StartsWithIgnoreCase(std::string_view s, std::string_view prefix) {
+  return s.size() >= prefix.size() && AsciiLower(s.substr(0, prefix.size())) == AsciiLower(prefix);
+}
+
+int64_t SteadyNowMs() {
+  // A socket deadline is a property of this call, not of job time: it must hold under
+  // ManualClock too, so it uses the process's monotonic clock directly.
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+class Fd {
+ public:
+  explicit Fd(int fd) : fd_(fd) {}
+  ~Fd() {
+    if (fd_ >= 0) close(fd_);
+  }
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  int get() const { return fd_; }
+
+ private:
+  int fd_;
+};
+
+Status WaitFor(int fd, short events, int64_t deadline_ms, const std::string& what) {
+  for (;;) {
+    const int64_t left = deadline_ms - SteadyNowMs();
+    if (left <= 0) return Status::DeadlineExceeded(fmt::format("RAS did not answer {}", what));
+    pollfd p{fd, events, 0};
+    const int rc = poll(&p, 1, static_cast<int>(std::min<int64_t>(left, 1000)));
+    if (rc > 0) return Status::Ok();
+    if (rc < 0 && errno != EINTR) return Status::IoError(fmt::format("poll: {}", strerror(errno)));
+  }
+}
+
+Status SendAll(int fd, const std::string& line, int64_t deadline_ms) {
+  size_t done = 0;
+  while (done < line.size()) {
+    WW_RETURN_IF_ERROR(WaitFor(fd, POLLOUT, deadline_ms, "(send)"));
+    const ssize_t n = send(fd, line.data() + done, line.size() - done, MSG_NOSIGNAL);
+    if (n < 0) {
+      if (errno == EINTR || errno == EAGAIN) continue;
+      return Status::IoError(fmt::format("send to RAS: {}", strerror(errno)));
+    }
+    done += static_cast<size_t>(n);
+  }
+  return Status::Ok();
+}
+
+// Reads one '\n'-terminated line (the handshake replies), keeping any extra bytes in *pending.
+Result<std::string> ReadLine(int fd, std::string* pending, int64_t deadline_ms,
+                             const std::string& what) {
+  for (;;) {
+    const size_t nl = pending->find('\n');
+    if (nl != std::string::npos) {
+      std::string line = pending->substr(0, nl);
+      pending->erase(0, nl + 1);
+      if (!line.empty() && line.back() == '\r') line.pop_back();
+      return line;
+    }
+    if (pending->size() > 4096) return Status::InvalidInput("RAS handshake line over 4 KiB");
+    WW_RETURN_IF_ERROR(WaitFor(fd, POLLIN, deadline_ms, what));
+    char buf[1024];
+    const ssize_t n = recv(fd, buf, sizeof buf, 0);
+    if (n == 0) return Status::IoError(fmt::format("RAS closed the connection {}", what));
+    if (n < 0) {
+      if (errno == EINTR || errno == EAGAIN) continue;
+      return Status::IoError(fmt::format("recv from RAS: {}", strerror(errno)));
+    }
+    pending->append(buf, static_cast<size_t>(n));
+  }
+}
+
+}  // namespace
+
+Result<RasReply> QueryRas(const RasQueryOptions& o) {
+  const int64_t deadline = SteadyNowMs() + std::max(o.timeout_ms, 100);
+  const std::string where = fmt::format("{}:{}", o.host, o.port);
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_NUMERICSERV;
+  addrinfo* ai = nullptr;
+  const std::string port = std::to_string(o.port);
+  if (const int rc = getaddrinfo(o.host.c_str(), port.c_str(), &hints, &ai); rc != 0) {
+    return Status::Unavailable(fmt::format("NCCL RAS {}: {}", where, gai_strerror(rc)));
+  }
+  std::string last_error = "no address";
+  int sock = -1;
+  for (addrinfo* a = ai; a != nullptr && sock < 0; a = a->ai_next) {
+    const int s =
+        socket(a->ai_family, a->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, a->ai_protocol);
+    if (s < 0) continue;
+    if (connect(s, a->ai_addr, a->ai_addrlen) == 0) {
+      sock = s;
+      break;
+    }
+    if (errno == EINPROGRESS) {
+      Status w = WaitFor(s, POLLOUT, deadline, "the connection");
+      int err = 0;
+      socklen_t len = sizeof err;
+      if (w.ok() && getsockopt(s, SOL_SOCKET, SO_ERROR, &err, &len) == 0 && err == 0) {
+        sock = s;
+        break;
+      }
+      last_error = w.ok() ? strerror(err) : "no answer before the deadline";
+    } else {
+      last_error = strerror(errno);
+    }
+    close(s);
+  }
+  freeaddrinfo(ai);
+  if (sock < 0) {
+    return Status::Unavailable(fmt::format(
+        "NCCL RAS: nothing listening on {} ({}); NCCL >= 2.24 serves it unless NCCL_RAS_ENABLE=0, "
+        "on the address in NCCL_RAS_ADDR",
+        where, last_error));
+  }
+  Fd fd(sock);
+  RasReply reply;
+  std::string pending;
+  auto exchange = [&](const std::string& cmd) -> Result<std::string> {
+    WW_RETURN_IF_ERROR(SendAll(fd.get(), cmd + "\n", deadline));
+    Result<std::string> line = ReadLine(fd.get(), &pending, deadline, "to " + cmd);
+    if (!line.ok()) return line.status();
+    reply.transcript += "> " + cmd + "\n< " + *line + "\n";
+    return line;
+  };
+  // client.cc connectToNCCL(): the protocol handshake; a version mismatch is only a warning there.
+  Result<std::string> proto = exchange("CLIENT PROTOCOL 2");
+  if (!proto.ok()) return proto.status();
+  if (!StartsWithIgnoreCase(*proto, "SERVER PROTOCOL ")) {
+    return Status::InvalidInput(
+        fmt::format("NCCL RAS {}: unexpected handshake reply \"{}\"", where, *proto));
+  }
+  // The server waits up to TIMEOUT for the other processes; keep a second for ourselves.
+  const int server_timeout_s = std::max(1, o.timeout_ms / 1000 - 1);
+  Result<std::string> t = exchange(fmt::format("TIMEOUT {}", server_timeout_s));
+  if (!t.ok()) return t.status();
+  reply.format = "text";
+  if (o.prefer_json) {
+    // setOutputFormat(): "SET FORMAT json" exists since 2.28.7; older servers answer ERROR.
+    Result<std::string> f = exchange("SET FORMAT json");
+    if (!f.ok()) return f.status();
+    if (AsciiLower(TrimSpace(*f)) == "ok") reply.format = "json";
+  }
+  // getNCCLStatus(): VERBOSE lists every outlier rank, not only groups of at most 10.
+  WW_RETURN_IF_ERROR(SendAll(fd.get(), "VERBOSE STATUS\n", deadline));
+  reply.transcript += "> VERBOSE STATUS\n";
+  reply.body = std::move(pending);
+  for (;;) {
+    Status w = WaitFor(fd.get(), POLLIN, deadline, "to VERBOSE STATUS in time");
+    if (!w.ok()) {
+      return Status(w.code(), fmt::format("NCCL RAS {}: {} ({} bytes so far)", where, w.message(),
+                                          reply.body.size()));
+    }
+    char buf[16384];
+    const ssize_t n = recv(fd.get(), buf, sizeof buf, 0);
+    if (n == 0) break;  // the server closes after the report
+    if (n < 0) {
+      if (errno == EINTR || errno == EAGAIN) continue;
+      return Status::IoError(fmt::format("recv from RAS: {}", strerror(errno)));
+    }
+    reply.body.append(buf, static_cast<size_t>(n));
+    if (reply.body.size() > o.max_reply_bytes) {
+      return Status::InvalidInput(
+          fmt::format("NCCL RAS {}: reply over {} bytes", where, o.max_reply_bytes));
+    }
+  }
+  return reply;
+}
+
+namespace {
+
+using nlohmann::json;
+
+void AddToGroups(std::vector<RasCountGroup>* groups, uint64_t count, const RasRank& r) {
+  for (RasCountGroup& g : *groups) {
+    if (g.count == count) {
+      g.ranks_total++;
+      g.ranks.push_back(r);
+      return;
+    }
+  }
+  groups->push_back({count, 1, {r}});
+}
+
+void SortGroups(RasCommunicator* c) {
+  for (auto& [name, groups] : c->counts) {
+    std::sort(groups.begin(), groups.end(),
+              [](const RasCountGroup& a, const RasCountGroup& b) { return a.count > b.count; });
+  }
+}
+
+std::string NormalizeHash(std::string h) {
+  h = AsciiLower(h);
+  if (h.rfind("0x", 0) == 0) h = h.substr(2);
+  h.erase(0, std::min(h.find_first_not_of('0'), h.size() ? h.size() - 1 : 0));
+  return "0x" + h;
+}
+
+}  // namespace
+
+Result<RasSnapshot> ParseRasJson(std::string_view text) {
+  RasSnapshot snap;
+  snap.format = "json";
+  json doc = json::parse(text.begin(), text.end(), nullptr, false);
+  if (doc.is_discarded() || !doc.is_object()) {
+    return Status::InvalidInput("NCCL RAS JSON reply does not parse as a JSON object");
+  }
+  snap.nccl_version = doc.value("nccl_version", "");
+  const json& comms = doc.contains("communicators") ? doc["communicators"] : json::array();
+  if (!comms.is_array()) return Status::InvalidInput("NCCL RAS JSON: \"communicators\" not a list");
+  auto rank_of = [](const json& r) {
+    RasRank out;
+    out.rank = r.value("rank", -1);
+    out.host = r.value("host", "");
+    out.pid = r.value("pid", -1);
+    out.gpu = r.value("cuda_dev", -1);
+    return out;
+  };
+  for (size_t i = 0; i < comms.size(); ++i) {
+    const json& c = comms[i];
+    if (!c.is_object())
+      return Status::InvalidInput(fmt::format("communicators[{}] not an object", i));
+    RasCommunicator comm;
+    comm.hash = NormalizeHash(c.value("hash", fmt::format("#{}", i)));
+    comm.size = c.value("size", -1);
+    if (c.contains("ranks") && c["ranks"].is_array()) {
+      for (const json& r : c["ranks"]) {
+        if (!r.is_object()) continue;
+        const RasRank who = rank_of(r);
+        if (r.contains("collective_counts") && r["collective_counts"].is_object()) {
+          for (const auto& [name, v] : r["collective_counts"].items()) {
+            if (v.is_number_unsigned() || v.is_number_integer()) {
+              AddToGroups(&comm.counts[name], v.get<uint64_t>(), who);
+            }
+          }
+        }
+      }
+    }
+    if (c.contains("missing_ranks") && c["missing_ranks"].is_array()) {
+      for (const json& r : c["missing_ranks"]) {
+        if (!r.is_object()) continue;
+        RasMissingRank m;
+        m.who = rank_of(r);
+        if (r.contains("status") && r["status"].is_object()) {
+          m.unresponsive = r["status"].value("unresponsive", false);
+          m.dead = r["status"].value("considered_dead", false);
+        }
+        comm.missing.push_back(m);
+      }
+    }
+    SortGroups(&comm);
+    snap.communicators.push_back(std::move(comm));
+  }
+  return snap;
+}
+
+namespace {
+
+// "GPU 3 managed by process 4711 on node 10.0.0.2" (client_support.cc rasClientRunComms).
+void ParseManagedBy(std::string_view rest, RasRank* r) {
+  const size_t gpu = rest.find("GPU ");
+  if (gpu != std::string_view::npos) r->gpu = std::atoi(std::string(rest.substr(gpu + 4)).c_str());
+  const size_t proc = rest.find("process ");
+  if (proc != std::string_view::npos) {
+    r->pid = std::atoi(std::string(rest.substr(proc + 8)).c_str());
+  }
+  const size_t node = rest.find(" on node ");
+  if (node != std::string_view::npos) r->host = std::string(TrimSpace(rest.substr(node + 9)));
+}
+
+}  // namespace
+
+Result<RasSnapshot> ParseRasText(std::string_view text) {
+  RasSnapshot snap;
+  snap.format = "text";
+  std::istringstream in{std::string(text)};
+  RasCommunicator* comm = nullptr;
+  std::string coll;   // collective whose counts are being listed
+  std::string block;  // "INCOMPLETE", "MISMATCH", "DEAD", ...
+  bool saw_header = false;
+  for (std::string raw; std::getline(in, raw);) {
+    const std::string line(TrimSpace(raw));
+    if (line.rfind("NCCL version ", 0) == 0) {
+      saw_header = true;
+      std::istringstream v(line.substr(13));
+      v >> snap.nccl_version;
+      continue;
+    }
+    if (line.rfind("Communicators...", 0) == 0 || line.rfind("Job summary", 0) == 0) {
+      saw_header = true;
+      continue;
+    }
+    if (line.empty()) continue;
+    if (line[0] == '#') {
+      // "#0-0 (27a079b828ff1a75) MISMATCH"
+      const size_t open = line.find('('), close = line.find(')');
+      if (open == std::string::npos || close == std::string::npos || close < open) continue;
+      const std::string hash = NormalizeHash(line.substr(open + 1, close - open - 1));
+      comm = nullptr;
+      for (RasCommunicator& c : snap.communicators) {
+        if (c.hash == hash) comm = &c;
+      }
+      if (comm == nullptr) {
+        snap.communicators.push_back({});
+        comm = &snap.communicators.back();
+        comm->hash = hash;
+      }
+      block = std::string(TrimSpace(line.substr(close + 1)));
+      coll.clear();
+      continue;
+    }
+    if (raw.size() > 0 && raw[0] != ' ') {
+      block = line;  // "Errors", "Warnings", "DEAD", "INCOMPLETE", "TIMEOUT", ...
+      comm = nullptr;
+      coll.clear();
+      continue;
+    }
+    int a = 0;
+    unsigned long long v = 0;
+    if (line.rfind("Communicator ranks have different ", 0) == 0) {
+      const std::string rest = line.substr(34);
+      const size_t sp = rest.find(' ');
+      coll = rest.substr(0, sp);
+      if (coll == "status") coll.clear();
+      continue;
+    }
+    if (comm != nullptr && !coll.empty() &&
+        std::sscanf(line.c_str(), "%d ranks have launched up to operation %llu", &a, &v) == 2) {
+      comm->counts[coll].push_back({v, a, {}});
+      continue;
+    }
+    if (comm != nullptr && !coll.empty() &&
+        std::sscanf(line.c_str(), "%d ranks have not launched any operations", &a) == 1 &&
+        line.find("have not launched") != std::string::npos) {
+      comm->counts[coll].push_back({0, a, {}});
+      continue;
+    }
+    if (line.rfind("Rank ", 0) == 0) {
+      RasRank r;
+      r.rank = std::atoi(line.c_str() + 5);
+      const size_t dash = line.find(" -- ");
+      if (dash != std::string::npos) ParseManagedBy(std::string_view(line).substr(dash + 4), &r);
+      if (comm == nullptr) continue;
+      if (!coll.empty()) {
+        if (std::sscanf(line.c_str(), "Rank %d has launched up to operation %llu", &a, &v) == 2) {
+          comm->counts[coll].push_back({v, 1, {r}});
+        } else if (line.find("has not launched any operations") != std::string::npos) {
+          comm->counts[coll].push_back({0, 1, {r}});
+        } else if (!comm->counts[coll].empty()) {
+          comm->counts[coll].back().ranks.push_back(r);
+        }
+      } else if (block == "INCOMPLETE") {
+        RasMissingRank m;
+        m.who = r;
+        m.unresponsive = true;
+        comm->missing.push_back(m);
+      }
+      continue;
+    }
+    if (comm != nullptr && block == "INCOMPLETE" && line.rfind("The missing rank", 0) == 0) {
+      // Older releases list only the numbers: "The missing rank: 21" / "ranks: 3, 5".
+      const size_t colon = line.find(':');
+      for (std::string_view f : SplitFields(std::string_view(line).substr(colon + 1), ',')) {
+        RasMissingRank m;
+        m.who.rank = std::atoi(std::string(TrimSpace(f)).c_str());
+        m.unresponsive = true;
+        comm->missing.push_back(m);
+      }
+      continue;
+    }
+    if (block == "DEAD" && line.rfind("Process ", 0) == 0) {
+      RasRank r;
+      r.pid = std::atoi(line.c_str() + 8);
+      const size_t node = line.find(" on node ");
+      const size_t managing = line.find(" managing GPU");
+      if (node != std::string::npos) {
+        r.host = line.substr(
+            node + 9, managing == std::string::npos ? std::string::npos : managing - node - 9);
+      }
+      if (managing != std::string::npos) r.gpu = std::atoi(line.c_str() + managing + 13);
+      snap.dead_processes.push_back(r);
+    }
+  }
+  if (!saw_header) {
+    return Status::InvalidInput(
+        "NCCL RAS text reply has neither the \"NCCL version\" line nor a \"Communicators...\" "
+        "section");
+  }
+  for (RasCommunicator& c : snap.communicators) {
+    for (RasMissingRank& m : c.missing) {
+      for (const RasRank& d : snap.dead_processes) {
+        if (m.who.pid >= 0 && d.pid == m.who.pid && d.host == m.who.host) m.dead = true;
+      }
+    }
+    SortGroups(&c);
+  }
+  return snap;
+}
+
+Result<RasSnapshot> ParseRasReply(const RasReply& reply) {
+  return reply.format == "json" ? ParseRasJson(reply.body) : ParseRasText(reply.body);
+}
+
+namespace {
+
+std::string Who(const RasRank& r) {
+  std::string s = fmt::format("rank {}", r.rank);
+  std::vector<std::string> parts;
+  if (!r.host.empty() && r.gpu >= 0) {
+    parts.push_back(fmt::format("{} GPU{}", r.host, r.gpu));
+  } else if (!r.host.empty()) {
+    parts.push_back(r.host);
+  }
+  if (r.pid >= 0) parts.push_back(fmt::format("pid {}", r.pid));
+  if (!parts.empty()) s += " (" + fmt::format("{}", fmt::join(parts, ", ")) + ")";
+  return s;
+}
+
+std::vector<std::pair<uint64_t, int>> Shape(const std::vector<RasCountGroup>& groups) {
+  std::vector<std::pair<uint64_t, int>> s;
+  for (const RasCountGroup& g : groups) s.emplace_back(g.count, g.ranks_total);
+  std::sort(s.begin(), s.end());
+  return s;
+}
+
+bool CountsEqual(const RasCommunicator& a, const RasCommunicator& b) {
+  std::set<std::string> names;
+  for (const auto& [n, g] : a.counts) names.insert(n);
+  for (const auto& [n, g] : b.counts) names.insert(n);
+  for (const std::string& n : names) {
+    auto ia = a.counts.find(n), ib = b.counts.find(n);
+    if (ia == a.counts.end() || ib == b.counts.end()) return false;
+    if (Shape(ia->second) != Shape(ib->second)) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+RasVerdict CompareRasSnapshots(const RasSnapshot& first, const RasSnapshot& second) {
+  RasVerdict v;
+  if (second.communicators.empty()) {
+    v.lines.push_back(second.format == "text"
+                          ? "RAS reported no communicator with mismatched counts or missing ranks"
+                          : "RAS reported no communicator");
+  }
+  for (const RasCommunicator& c2 : second.communicators) {
+    const RasCommunicator* c1 = nullptr;
+    for (const RasCommunicator& c : first.communicators) {
+      if (c.hash == c2.hash) c1 = &c;
+    }
+    if (c1 == nullptr) {
+      v.lines.push_back(fmt::format("communicator {} appeared between the two queries", c2.hash));
+      continue;
+    }
+    // Missing in both queries: not a transient of the RAS collective.
+    for (const RasMissingRank& m : c2.missing) {
+      const bool before =
+          std::any_of(c1->missing.begin(), c1->missing.end(),
+                      [&](const RasMissingRank& x) { return x.who.rank == m.who.rank; });
+      if (!before) continue;
+      RasCulprit k;
+      k.communicator = c2.hash;
+      k.who = m.who;
+      k.why = m.dead ? "dead" : "missing";
+      k.sentence = fmt::format("{} is {} in communicator {}{}", Who(m.who),
+                               m.dead ? "considered dead" : "missing", c2.hash,
+                               m.unresponsive ? " (RAS could not reach it)" : "");
+      v.lines.push_back(k.sentence);
+      v.culprits.push_back(std::move(k));
+    }
+    if (!CountsEqual(*c1, c2)) {
+      v.lines.push_back(fmt::format(
+          "communicator {}: operation counts moved between the two queries; not stuck", c2.hash));
+      continue;
+    }
+    if (c2.counts.empty()) continue;  // text: no mismatch listed, nothing to compare
+    v.stuck_communicators.push_back(c2.hash);
+    bool named = false;
+    for (const auto& [coll, groups] : c2.counts) {
+      if (groups.size() < 2) continue;
+      const uint64_t top = groups.front().count;
+      int total = 0;
+      for (const RasCountGroup& g : groups) total += g.ranks_total;
+      for (size_t gi = 1; gi < groups.size(); ++gi) {
+        const RasCountGroup& g = groups[gi];
+        const int others = total - g.ranks_total;
+        const std::string rest =
+            others == groups.front().ranks_total
+                ? fmt::format("the other {} {} at #{}", others, others == 1 ? "is" : "are", top)
+                : fmt::format("the other {} are at up to #{}", others, top);
+        if (g.ranks.empty()) {
+          v.lines.push_back(
+              fmt::format("communicator {}: {} ranks are at {} #{}; {} (RAS did not "
+                          "list them)",
+                          c2.hash, g.ranks_total, coll, g.count, rest));
+          continue;
+        }
+        for (const RasRank& r : g.ranks) {
+          RasCulprit k;
+          k.communicator = c2.hash;
+          k.who = r;
+          k.collective = coll;
+          k.at = g.count;
+          k.others_at = top;
+          k.why = "behind";
+          k.sentence = g.ranks.size() == 1
+                           ? fmt::format("{} is at {} #{}; {}", Who(r), coll, g.count, rest)
+                           : fmt::format("{} is at {} #{} with {} others; {}", Who(r), coll,
+                                         g.count, g.ranks_total - 1, rest);
+          v.lines.push_back(k.sentence);
+          v.culprits.push_back(std::move(k));
+          named = true;
+        }
+      }
+    }
+    if (!named) {
+      v.lines.push_back(fmt::format(
+          "communicator {}: counts did not move between the two queries and no rank is behind",
+          c2.hash));
+    }
+  }
+  return v;
+}
+
+}  // namespace ww::evidence
