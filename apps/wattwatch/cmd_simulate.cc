@@ -26,7 +26,8 @@ bool SimulateOutputsAllowed(const SimulateFlags& f, const sim::ScenarioConfig& c
     if (write::OutputFormatIsJobWide(f.write.format)) {
       outputs.push_back({"--out-dir", f.write.out_dir + "/" + config.name + ext});
     } else {
-      for (const auto& h : sim::Simulator(config).host_names()) {
+      const sim::Simulator simulator(config);  // named: the loop must not outlive a temporary
+      for (const auto& h : simulator.host_names()) {
         outputs.push_back({"--out-dir", f.write.out_dir + "/" + h + ext});
       }
     }

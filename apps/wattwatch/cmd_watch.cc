@@ -95,6 +95,29 @@ void AddCommonFlags(CLI::App* cmd, WatchFlags* flags, bool run_mode) {
                   "file holding a token: /state then needs \"Authorization: Bearer TOKEN\" (401 "
                   "without), and --peer requests send it; the same file on every host")
       ->check(CLI::ExistingFile);
+  cmd->add_option("--nccl-ras", f->nccl_ras,
+                  "on a hang, ask NCCL's RAS thread here (HOST:PORT, NCCL_RAS_ADDR's form) which "
+                  "ranks are behind; 'none' or --no-nccl-ras: not asked")
+      ->capture_default_str();
+  cmd->add_flag_callback(
+      "--no-nccl-ras", [f] { f->nccl_ras = "none"; }, "do not ask NCCL RAS on a hang");
+  cmd->add_option("--fr-pipe", f->fr_pipe,
+                  "on a hang, poke the PyTorch Flight Recorder FIFOs PREFIX<rank>.pipe (the job's "
+                  "TORCH_NCCL_DEBUG_INFO_PIPE_FILE; run sets one for the job when unset)");
+  if (!run_mode) {
+    cmd->add_option("--fr-dump", f->fr_dump,
+                    "where the job's ranks dump (its TORCH_NCCL_DEBUG_INFO_TEMP_FILE; default: "
+                    "this environment's, else PyTorch's /tmp/nccl_trace_rank_)");
+  }
+  cmd->add_option("--fr-wait-s", f->fr_wait_s, "wait this long for the Flight Recorder dumps")
+      ->check(CLI::Range(0.0, 600.0))
+      ->capture_default_str();
+  cmd->add_option("--incident-dir", f->incident_dir,
+                  "write one incident folder per hang under DIR (default: beside --events, else "
+                  "the current directory)");
+  cmd->add_flag("--no-evidence", f->no_evidence,
+                "skip the evidence step on a hang (no RAS query, no Flight Recorder, no incident "
+                "folder)");
   if (!run_mode) {
     cmd->add_option(
         "--pid", f->pid,

@@ -182,6 +182,18 @@ void ActionRunner::RunHook(const nlohmann::json& event) {
   add("WATTWATCH_CULPRITS", event.value("culprits", nlohmann::json()));
   add("WATTWATCH_SINCE", event.value("since", nlohmann::json()));
   add("WATTWATCH_REASONS", event.value("reasons", nlohmann::json()));
+  // The hang evidence (NCCL RAS, Flight Recorder): the incident folder and the ranks it names.
+  if (const auto ev = event.find("evidence"); ev != event.end() && ev->is_object()) {
+    add("WATTWATCH_INCIDENT_DIR", ev->value("incident_dir", nlohmann::json()));
+    nlohmann::json ranks = nlohmann::json::array();
+    if (const auto cs = ev->find("culprits"); cs != ev->end() && cs->is_array()) {
+      for (const auto& c : *cs) {
+        if (c.is_object() && c.contains("rank")) ranks.push_back(c["rank"]);
+      }
+    }
+    add("WATTWATCH_CULPRIT_RANKS", ranks);
+    add("WATTWATCH_CULPRIT_REASON", ev->value("summary", nlohmann::json()));
+  }
   env.push_back("WATTWATCH_PAYLOAD=" +
                 event.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
   nlohmann::json outcome = {{"event", "action"}, {"action", "hook"}, {"argv", config_.hook_argv}};

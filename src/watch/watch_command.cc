@@ -1,14 +1,19 @@
 #include "watch/watch_command.h"
 
 #include <spdlog/spdlog.h>
+#include <unistd.h>  // environ
 
 #include <algorithm>
 #include <cstdlib>
+#include <filesystem>
+#include <map>
 #include <ostream>
 
 #include "core/clock.h"
 #include "core/exit_codes.h"
 #include "core/host.h"
+#include "evidence/evidence.h"
+#include "evidence/setup.h"
 #include "telemetry/source_spec.h"
 #include "watch/child.h"
 #include "watch/startup_checks.h"
@@ -101,9 +106,63 @@ int RunWatchCommand(const WatchCommandOptions& f, bool run_mode, std::atomic<int
   }
   if (o.listen == "none") o.listen.clear();
 
+  SpawnOptions spawn;
+  if (!f.no_evidence) {
+    evidence::EvidenceOptions ev;
+    if (f.nccl_ras.empty() || f.nccl_ras == "none") {
+      ev.ras_enabled = false;
+    } else {
+      auto addr = evidence::ParseRasAddress(f.nccl_ras);
+      if (!addr.ok()) {
+        err << name << "--nccl-ras: " << addr.status().message() << "\n";
+        return kExitBadInput;
+      }
+      ev.ras_host = addr->host;
+      ev.ras_port = addr->port;
+    }
+    ev.fr_wait_ms = static_cast<int>(f.fr_wait_s * 1000);
+    ev.incident_root = !f.incident_dir.empty() ? f.incident_dir
+                       : !o.events_path.empty()
+                           ? std::filesystem::path(o.events_path).parent_path().string()
+                           : std::string();
+    if (ev.incident_root.empty()) ev.incident_root = ".";
+    {
+      // Absolute: the job's ranks (another cwd, perhaps) get paths under it.
+      std::error_code ec;
+      const auto abs = std::filesystem::absolute(ev.incident_root, ec);
+      if (!ec) ev.incident_root = abs.lexically_normal().string();
+    }
+    ev.fr_pipe_prefix = f.fr_pipe;
+    if (run_mode) {
+      std::map<std::string, std::string> env;
+      for (char** e = environ; e && *e; ++e) {
+        const std::string kv = *e;
+        if (const size_t eq = kv.find('='); eq != std::string::npos)
+          env.emplace(kv.substr(0, eq), kv.substr(eq + 1));
+      }
+      const std::string fr_dir = ev.incident_root + "/fr";
+      const evidence::FrChildEnv plan = evidence::PlanFlightRecorderEnv(fr_dir, env);
+      if (!plan.set.empty()) {
+        std::error_code ec;
+        std::filesystem::create_directories(fr_dir, ec);
+        if (ec)
+          spdlog::warn("{}: cannot create ({}): no Flight Recorder dumps", fr_dir, ec.message());
+      }
+      for (const auto& [k, v] : plan.set) spawn.extra_env.push_back(k + "=" + v);
+      if (f.fr_pipe.empty()) ev.fr_pipe_prefix = plan.pipe_prefix;
+      ev.fr_dump_prefix = plan.dump_prefix;
+      spdlog::info("{}", plan.message);
+    } else if (!f.fr_dump.empty()) {
+      ev.fr_dump_prefix = f.fr_dump;
+    } else if (const char* dump = std::getenv("TORCH_NCCL_DEBUG_INFO_TEMP_FILE")) {
+      ev.fr_dump_prefix = dump;
+    }
+    o.evidence = ev;
+  }
+
   std::unique_ptr<ChildProcess> child;
   if (run_mode) {
-    auto c = ChildProcess::Spawn(f.command);
+    auto c = ChildProcess::Spawn(f.command, spawn);
     if (!c.ok()) {
       err << name << c.status().message() << "\n";
       return kExitBadInput;

@@ -43,6 +43,16 @@ struct WatchCommandOptions {
   std::vector<std::string> hook_args;
   std::string diag_signal;  // run: "USR1", "10", ...; empty or "none": none
 
+  // Hang evidence: NCCL RAS at this address ("" or "none": not asked), the Flight Recorder FIFOs
+  // (watch: --fr-pipe; run: set for the job unless the user did), incident folders' root ("":
+  // beside the events file, else the current directory). no_evidence: skip the whole step.
+  std::string nccl_ras = "localhost:28028";
+  std::string fr_pipe;
+  std::string fr_dump;  // watch: the job's TORCH_NCCL_DEBUG_INFO_TEMP_FILE ("": from the env)
+  double fr_wait_s = 10;
+  std::string incident_dir;
+  bool no_evidence = false;
+
   bool fail_on_hang = false;  // watch: exit 3 when a hang was confirmed
   bool json = false;          // print the summary as JSON on stdout at the end
 

@@ -6,6 +6,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <fstream>
+#include <iterator>
 
 #include "core/stats.h"
 #include "core/timefmt.h"
@@ -20,6 +22,24 @@ using nlohmann::json;
 namespace {
 
 constexpr size_t kLatenessRing = 200000;
+
+// The last `max_bytes` of a file from its first whole line: the events so far, for the incident.
+// Empty when the file cannot be read (the incident says the slot was not provided).
+std::string ReadFileTail(const std::string& path, size_t max_bytes) {
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
+  if (!in) return "";
+  const std::streamoff size = in.tellg();
+  const std::streamoff from = size > static_cast<std::streamoff>(max_bytes)
+                                  ? size - static_cast<std::streamoff>(max_bytes)
+                                  : 0;
+  in.seekg(from);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (from > 0) {
+    const size_t nl = text.find('\n');
+    text.erase(0, nl == std::string::npos ? text.size() : nl + 1);
+  }
+  return text;
+}
 
 }  // namespace
 
@@ -161,9 +181,74 @@ void Watcher::OnHangConfirmed(const triage::HangEpisode& e) {
   spdlog::warn("HANG confirmed on {}: {} GPUs stuck since {} (culprits: {})", o_.identity.host,
                e.gpus.size(), FormatIsoMs(e.start_ms), culprits.empty() ? "none named" : culprits);
   for (const auto& r : e.reasons) spdlog::warn("  {}", r);
+  if (!o_.evidence || evidence_task_) {
+    ActOnHang(std::move(j));
+    return;
+  }
+  // Ask NCCL and the Flight Recorder which rank is behind, off this thread; the event, the actions
+  // and the kill wait for the answer (FinishEvidence, polled every tick), the sampling does not.
+  evidence::HangContext ctx;
+  ctx.confirmed_unix_ms = clock_->NowUnixMs();
+  ctx.job = o_.child ? fmt::format("pid {} (process group {})", o_.child->pid(), o_.child->pid())
+                     : o_.source_label;
+  if (!o_.identity.job_id.empty()) ctx.job += fmt::format(", job {}", o_.identity.job_id);
+  for (const auto& r : e.reasons) ctx.hang_reason += (ctx.hang_reason.empty() ? "" : "; ") + r;
+  ctx.triage_json = j.dump(2, ' ', false, json::error_handler_t::replace);
+  if (!o_.events_path.empty()) {
+    ctx.events_jsonl = ReadFileTail(o_.events_path, size_t{1} << 20);
+  }
+  ctx.actions = o_.child
+                    ? fmt::format(
+                          "diagnostics, then SIGTERM to the job's process group and "
+                          "SIGKILL after {:.0f} s",
+                          o_.kill.kill_grace_s)
+                    : std::string(o_.actions.hook_argv.empty() && o_.actions.webhook_url.empty()
+                                      ? "reported (no webhook or hook configured)"
+                                      : "webhook/hook notified");
+  for (const auto& c : j["culprits"]) ctx.telemetry_culprits.push_back(c.get<std::string>());
+  if (ctx.telemetry_culprits.empty()) ctx.telemetry_culprits.push_back("none named by telemetry");
+  spdlog::info("collecting hang evidence (NCCL RAS, Flight Recorder) before acting");
+  pending_hang_ = std::move(j);
+  evidence_task_ = std::make_unique<evidence::EvidenceTask>(*o_.evidence, std::move(ctx), clock_);
+}
+
+void Watcher::ActOnHang(json j) {
   Event(j);
   if (actions_) actions_->Submit(j);
   if (o_.child) StartKill();
+}
+
+void Watcher::FinishEvidence(int64_t wait_ms) {
+  if (!evidence_task_ || pending_hang_.is_null()) return;
+  std::optional<evidence::EvidenceReport> r = evidence_task_->Take(wait_ms);
+  if (!r && wait_ms == 0) return;  // not yet: the next tick asks again
+  json j = std::move(pending_hang_);
+  pending_hang_ = json();
+  if (r) {
+    spdlog::warn("hang evidence ({:.1f} s): {}", r->elapsed_s, r->summary);
+    for (const auto& n : r->notes) spdlog::info("  evidence: {}", n);
+    j["evidence"] = r->EventFields();
+    // The ranks the evidence names become the culprits where telemetry named none (all ranks
+    // entered the wait together), with the sentence that says why.
+    for (const auto& c : r->culprits) {
+      j["reasons"].push_back(fmt::format("{}: {}", c.source, c.reason));
+    }
+    if (j["culprits"].empty()) {
+      for (const auto& c : r->culprits) {
+        std::string who = fmt::format("rank {}", c.rank);
+        if (!c.host.empty() && c.gpu >= 0) who += fmt::format(" ({} GPU{})", c.host, c.gpu);
+        bool seen = false;
+        for (const auto& have : j["culprits"]) seen = seen || have == who;
+        if (!seen) j["culprits"].push_back(who);
+      }
+    }
+    last_evidence_ = j["evidence"];
+  } else {
+    spdlog::error("hang evidence did not finish in time: acting without it");
+    j["evidence"] = {{"summary", "the evidence step did not finish in time"}};
+  }
+  evidence_task_.reset();
+  ActOnHang(std::move(j));
 }
 
 void Watcher::OnHangEnded(const triage::HangEpisode& e) {
@@ -324,7 +409,10 @@ json Watcher::StateJson() const {
   }
   v.probes = probe_states_;
   v.wasted_gpu_hours = engine_.wasted_gpu_hours();
-  return watch::StateJson(v, [this](GpuKey k) { return GpuName(k); });
+  json state = watch::StateJson(v, [this](GpuKey k) { return GpuName(k); });
+  if (!last_evidence_.is_null()) state["evidence"] = last_evidence_;
+  if (evidence_task_) state["evidence_pending"] = true;
+  return state;
 }
 
 bool Watcher::Fresh() const {
@@ -455,6 +543,7 @@ Status Watcher::Run(std::atomic<int>* pending_signal) {
     metrics_.SetLastSampleUnixS(static_cast<double>(last_sample_wall_ms_) / 1000.0);
     const bool had_hang = engine_.hang_active();
     Tick(batch, now_ms);
+    FinishEvidence(0);
     const int64_t now_ns = clock_->NowMonotonicNs();
     if (had_hang != engine_.hang_active() || last_publish_ns == INT64_MIN ||
         now_ns - last_publish_ns >= 20'000'000) {
@@ -466,6 +555,8 @@ Status Watcher::Run(std::atomic<int>* pending_signal) {
     engine_.Finish();
     FlushStateEvents(last_tick_ms_ == INT64_MIN ? 0 : last_tick_ms_, true);
   }
+  // A hang confirmed near the end: its evidence is still worth waiting for (bounded).
+  if (o_.evidence) FinishEvidence(o_.evidence->overall_deadline_ms + 1000);
   // In run mode after a hang kill, wait for the job to go before reporting; but not forever: a
   // process stuck in the driver (uninterruptible sleep) may outlive even SIGKILL.
   if (o_.child && summary_.killed_for_hang && !summary_.child_exit_code) {

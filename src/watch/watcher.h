@@ -30,6 +30,7 @@
 
 #include "core/clock.h"
 #include "core/status.h"
+#include "evidence/evidence.h"
 #include "export/event_writer.h"
 #include "export/http_server.h"
 #include "export/watch_metrics.h"
@@ -63,6 +64,11 @@ struct WatchOptions {
   // A state must last this long (watch time) before a state_change event is written; compute and
   // communication alternate within every step and would otherwise flood the log.
   double event_min_state_s = 5;
+
+  // The evidence step on a confirmed hang (NCCL RAS, Flight Recorder, incident folder); unset:
+  // none. The hang event, the actions and the kill wait for it (bounded by its own deadline), the
+  // sampling does not.
+  std::optional<evidence::EvidenceOptions> evidence;
 
   // Run mode.
   ChildProcess* child = nullptr;
@@ -107,6 +113,11 @@ class Watcher final : public triage::TriageObserver {
   nlohmann::json HangJson(const triage::HangEpisode& e, const char* event) const;
   std::string GpuName(GpuKey key) const;
   void StartKill();
+  // The hang event, the webhook/hook and (run mode) the kill, once the evidence (if any) is in.
+  void ActOnHang(nlohmann::json hang_event);
+  // Takes the evidence step's report when ready (waiting up to wait_ms), merges it into the
+  // pending hang event and acts on it. With wait_ms > 0 and still no report: acts without it.
+  void FinishEvidence(int64_t wait_ms);
   // Run mode, after a forwarded signal ended the job's leader: what the job started and left behind
   // gets kill_grace_s to go, then SIGKILL, so `run` never leaves processes of its own.
   void StopLeftovers();
@@ -126,6 +137,9 @@ class Watcher final : public triage::TriageObserver {
   std::unique_ptr<exporter::MetricsServer> server_;
   std::unique_ptr<exporter::EventWriter> events_;
   std::unique_ptr<ActionRunner> actions_;
+  std::unique_ptr<evidence::EvidenceTask> evidence_task_;
+  nlohmann::json pending_hang_;   // the hang_confirmed event waiting for the evidence
+  nlohmann::json last_evidence_;  // the last hang's evidence, for /state
   std::thread killer_;
   std::atomic<bool> killer_stop_{false};
   WatchSummary summary_;
