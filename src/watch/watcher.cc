@@ -6,13 +6,17 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <iterator>
+#include <map>
 
 #include "core/stats.h"
 #include "core/timefmt.h"
 #include "export/event_log.h"
 #include "telemetry/pacer.h"
+#include "telemetry/replay/nvsmi_writer.h"
 #include "watch/startup_checks.h"
 
 namespace ww::watch {
@@ -22,6 +26,8 @@ using nlohmann::json;
 namespace {
 
 constexpr size_t kLatenessRing = 200000;
+constexpr int64_t kRecentTelemetryMs = 10 * 60 * 1000;  // the incident's telemetry window
+constexpr size_t kRecentSamplesMax = 2'000'000;         // 64 GPUs at 100 ms for 5 minutes
 
 // The last `max_bytes` of a file from its first whole line: the events so far, for the incident.
 // Empty when the file cannot be read (the incident says the slot was not provided).
@@ -194,6 +200,7 @@ void Watcher::OnHangConfirmed(const triage::HangEpisode& e) {
   if (!o_.identity.job_id.empty()) ctx.job += fmt::format(", job {}", o_.identity.job_id);
   for (const auto& r : e.reasons) ctx.hang_reason += (ctx.hang_reason.empty() ? "" : "; ") + r;
   ctx.triage_json = j.dump(2, ' ', false, json::error_handler_t::replace);
+  ctx.telemetry_csv = RecentTelemetryCsv();
   if (!o_.events_path.empty()) {
     ctx.events_jsonl = ReadFileTail(o_.events_path, size_t{1} << 20);
   }
@@ -210,6 +217,28 @@ void Watcher::OnHangConfirmed(const triage::HangEpisode& e) {
   spdlog::info("collecting hang evidence (NCCL RAS, Flight Recorder) before acting");
   pending_hang_ = std::move(j);
   evidence_task_ = std::make_unique<evidence::EvidenceTask>(*o_.evidence, std::move(ctx), clock_);
+}
+
+std::string Watcher::RecentTelemetryCsv() const {
+  if (recent_.empty()) return "";
+  char* buf = nullptr;
+  size_t len = 0;
+  std::FILE* mem = open_memstream(&buf, &len);
+  if (!mem) return "";
+  std::map<GpuKey, GpuInfo> info;
+  for (const GpuInfo& g : source_->gpus()) info[g.key] = g;
+  NvsmiCsvWriter w(mem, NvsmiColumns::kFull);
+  w.WriteHeader();
+  static const GpuInfo kNone;
+  for (const GpuSample& s : recent_) {
+    const auto it = info.find(s.key);
+    const GpuInfo& g = it == info.end() ? kNone : it->second;
+    w.WriteRow(s, g.name, g.uuid);
+  }
+  std::fclose(mem);
+  std::string out(buf, len);
+  std::free(buf);
+  return out;
 }
 
 void Watcher::ActOnHang(json j) {
@@ -357,6 +386,13 @@ void Watcher::Tick(const std::vector<GpuSample>& batch, int64_t now_ms) {
   for (const GpuSample& s : batch) {
     metrics_.OnSample(s);
     engine_.Add(s);
+  }
+  if (o_.evidence) {
+    for (const GpuSample& s : batch) recent_.push_back(s);
+    while (!recent_.empty() && (recent_.size() > kRecentSamplesMax ||
+                                recent_.front().timestamp_ms < now_ms - kRecentTelemetryMs)) {
+      recent_.pop_front();
+    }
   }
   for (const GpuSample& s : batch) {
     if (auto st = engine_.current_state(s.key)) {

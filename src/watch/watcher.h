@@ -20,6 +20,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -140,6 +141,10 @@ class Watcher final : public triage::TriageObserver {
   std::unique_ptr<evidence::EvidenceTask> evidence_task_;
   nlohmann::json pending_hang_;   // the hang_confirmed event waiting for the evidence
   nlohmann::json last_evidence_;  // the last hang's evidence, for /state
+  // The last 10 minutes of samples (watch time), kept only with the evidence step: the incident's
+  // telemetry-10min.csv. Bounded by kRecentSamplesMax as well.
+  std::deque<GpuSample> recent_;
+  std::string RecentTelemetryCsv() const;
   std::thread killer_;
   std::atomic<bool> killer_stop_{false};
   WatchSummary summary_;

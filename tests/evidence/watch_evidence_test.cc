@@ -102,6 +102,15 @@ TEST(RunEvidence, NamesTheRankBehindFromRasAndTheFlightRecorderBeforeTheKill) {
   const std::string md = ReadFile(incident + "/INCIDENT.md");
   EXPECT_NE(md.find("rank 2"), std::string::npos) << md;
   EXPECT_NE(ReadFile(incident + "/events.jsonl").find("state_change"), std::string::npos);
+  // The last 10 minutes of telemetry, as an nvidia-smi CSV wattwatch itself reads back.
+  const std::string csv = incident + "/telemetry-10min.csv";
+  const auto rows = Lines(ReadFile(csv));
+  ASSERT_GT(rows.size(), 4u * 60) << "at least a minute of 4 GPUs at 1 s";
+  EXPECT_LE(rows.size(), 4u * 601 + 1);
+  EXPECT_EQ(rows[0].rfind("timestamp, index", 0), 0u) << rows[0];
+  const auto tri = RunWattwatch("triage " + csv + " --json", false);
+  EXPECT_EQ(tri.exit_code, 0) << tri.output;
+  EXPECT_NE(tri.output.find("\"hang_episodes\""), std::string::npos);
 
   ASSERT_TRUE(WaitForFile(hook_env));
   const std::string env = ReadFile(hook_env);
