@@ -871,7 +871,7 @@ class NvsmiLogSource final : public TelemetrySource {
     const bool looks_new =
         row.has_time && has_prev && row.timestamp_ms - *prev_row_ms_ >= tick_split_ms_;
     if (row.has_time) prev_row_ms_ = row.timestamp_ms;
-    bool new_tick;
+    bool new_tick = false;
     if (!resync_) {
       new_tick = position_ >= tick_rows_;
       // Counting off is right while every tick has tick_rows_ rows. When a GPU's rows go missing,
