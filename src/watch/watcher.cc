@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <map>
@@ -272,6 +273,23 @@ void Watcher::FinishEvidence(int64_t wait_ms) {
       }
     }
     last_evidence_ = j["evidence"];
+    // run: the kill sequence's py-spy stacks go into the incident folder's pyspy/ slot, which
+    // INCIDENT.md (written before the kill) points at.
+    if (o_.child && !r->incident_dir.empty() && o_.kill.diag_output.empty()) {
+      const std::string pyspy_dir = r->incident_dir + "/pyspy";
+      std::error_code ec;
+      std::filesystem::create_directories(pyspy_dir, ec);
+      const std::string pyspy =
+          o_.kill.pyspy_path.empty() ? FindOnPath("py-spy") : o_.kill.pyspy_path;
+      if (!ec) o_.kill.diag_output = pyspy_dir + "/py-spy-dump.txt";
+      std::ofstream md(r->incident_dir + "/INCIDENT.md", std::ios::app);
+      md << "\n**Stacks.** "
+         << (pyspy.empty() ? "py-spy is not installed on this host: no Python stacks (the kill "
+                             "sequence sends the diagnostics signal instead, if one is set)."
+                           : "the kill sequence runs `py-spy dump --subprocesses` on the job "
+                             "after this file was written: `pyspy/py-spy-dump.txt`.")
+         << "\n";
+    }
   } else {
     spdlog::error("hang evidence did not finish in time: acting without it");
     j["evidence"] = {{"summary", "the evidence step did not finish in time"}};

@@ -101,6 +101,7 @@ TEST(RunEvidence, NamesTheRankBehindFromRasAndTheFlightRecorderBeforeTheKill) {
   EXPECT_TRUE(std::filesystem::exists(incident + "/ras/query2.json"));
   const std::string md = ReadFile(incident + "/INCIDENT.md");
   EXPECT_NE(md.find("rank 2"), std::string::npos) << md;
+  EXPECT_NE(md.find("**Stacks.**"), std::string::npos) << "where py-spy's stacks are, or why none";
   EXPECT_NE(ReadFile(incident + "/events.jsonl").find("state_change"), std::string::npos);
   // The last 10 minutes of telemetry, as an nvidia-smi CSV wattwatch itself reads back.
   const std::string csv = incident + "/telemetry-10min.csv";
