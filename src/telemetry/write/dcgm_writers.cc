@@ -265,9 +265,11 @@ class PrometheusJsonWriter final : public SampleWriter {
       }
       result.push_back({{"metric", std::move(metric)}, {"values", std::move(values)}});
     }
-    nlohmann::json j = {{"status", "success"},
-                        {"data", {{"resultType", "matrix"}, {"result", std::move(result)}}}};
-    const std::string text = j.dump() + "\n";
+    // The envelope in Prometheus's own key order (status, then data with resultType before
+    // result): readers that sniff the first bytes (wattwatch's detection) see what a real
+    // response starts with. Labels stay sorted by name, as Prometheus prints them.
+    const std::string text =
+        R"({"status":"success","data":{"resultType":"matrix","result":)" + result.dump() + "}}\n";
     if (std::fwrite(text.data(), 1, text.size(), out_) != text.size()) {
       return Status::IoError("short write");
     }
