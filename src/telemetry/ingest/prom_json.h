@@ -21,10 +21,11 @@
 // instances, and the server's own "warnings" (partial data) as "server warning: ...".
 // "NaN" is no reading (absent, never 0).
 //
-// Memory: the points (16 bytes each, about 2/3 of their text) and nothing more; the source
-// decodes them into samples one timestamp per Next(), each series resolved to its GPU and field
-// once. A document in the plain shape Prometheus writes is scanned by hand; any other (escapes,
-// wrong types, errors) goes through a JSON DOM, which names what is wrong.
+// Memory: a file's text while it is parsed (OpenPromJson frees it before Finish), then only the
+// points (16 bytes each, about 2/3 of their text): the source decodes them into samples one
+// timestamp per Next(), each series resolved to its GPU and field once. A document in the
+// plain shape Prometheus writes is scanned by hand; any other (escapes, wrong types, errors)
+// goes through a JSON DOM, which names what is wrong.
 // Ownership: the decoder owns what it parsed until Finish() moves it into the source.
 // Thread-safety: one thread at a time.
 #pragma once
