@@ -273,9 +273,10 @@ void CheckFormat(OutputFormat format, const std::vector<int64_t>& intervals_ms,
       ASSERT_TRUE(got.ok()) << got.status().message();
       if (how == ReadBy::kFiles) {
         // Recognized from the content, not taken for some other format.
-        for (const std::string& f : got->formats) {
-          EXPECT_EQ(f, write::OutputFormatName(format)) << got->inputs;
-        }
+        // (a column per GPU is one more layout of the custom-csv reader)
+        const std::string want_format =
+            format == OutputFormat::kCustomCsvWide ? "custom-csv" : write::OutputFormatName(format);
+        for (const std::string& f : got->formats) EXPECT_EQ(f, want_format) << got->inputs;
       }
       worst = std::max(worst, ExpectSameVerdict(want, *got, interval_ms, synthetic_times));
       hangs += static_cast<int>(want.hangs.size());
@@ -313,6 +314,10 @@ TEST(SimFormats, WandbSameVerdictsAsCsv) { CheckFormat(OutputFormat::kWandb, {10
 TEST(SimFormats, SmiTableSameVerdictsAsCsv) { CheckFormat(OutputFormat::kSmiTable, {1000}); }
 
 TEST(SimFormats, CustomCsvSameVerdictsAsCsv) { CheckFormat(OutputFormat::kCustomCsv, {1000}); }
+
+TEST(SimFormats, CustomCsvOneColumnPerGpuSameVerdictsAsCsv) {
+  CheckFormat(OutputFormat::kCustomCsvWide, {1000});
+}
 
 TEST(SimFormats, BadFormatIntervalAndPathsAreClearErrors) {
   auto bad = write::ParseOutputFormat("prometheus");

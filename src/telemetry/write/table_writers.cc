@@ -4,6 +4,7 @@
 
 #include <ctime>
 
+#include "core/timefmt.h"
 #include "telemetry/replay/nvsmi_writer.h"
 #include "telemetry/write/sample_writers.h"
 
@@ -259,6 +260,52 @@ class CustomCsvWriter final : public SampleWriter {
   bool ok_ = true;
 };
 
+// A home-made script's CSV with one row per tick and a column per GPU and field
+// (`time,gpu0_power_w,gpu0_power_limit_w,gpu0_util_pct,...,gpu1_power_w,...`), the time
+// as ISO 8601 UTC with ms. The GPUs are those of the first tick.
+class CustomCsvWideWriter final : public SampleWriter {
+ public:
+  explicit CustomCsvWideWriter(std::FILE* out) : out_(out) {}
+
+  void WriteTick(const std::vector<GpuSample>& samples) override {
+    if (samples.empty()) return;
+    if (gpus_.empty()) {
+      std::string head = "time";
+      for (const GpuSample& s : samples) {
+        gpus_.push_back(s.key.gpu);
+        for (const char* f : {"power_w", "power_limit_w", "util_pct", "mem_used_mib", "temp_c"}) {
+          fmt::format_to(std::back_inserter(head), ",gpu{}_{}", s.key.gpu, f);
+        }
+      }
+      head += '\n';
+      ok_ &= WriteAll(out_, head);
+    }
+    line_ = FormatIsoMs(TickMs(samples), true);
+    for (uint16_t gpu : gpus_) {
+      const GpuSample* s = nullptr;
+      for (const GpuSample& x : samples) {
+        if (x.key.gpu == gpu) s = &x;
+      }
+      for (auto member : {&GpuSample::power_w, &GpuSample::power_limit_w, &GpuSample::util_gpu_pct,
+                          &GpuSample::mem_used_mib, &GpuSample::temperature_c}) {
+        line_ += ',';  // an absent GPU or reading: an empty cell
+        if (s != nullptr && (s->*member)) {
+          fmt::format_to(std::back_inserter(line_), "{}", *(s->*member));
+        }
+      }
+    }
+    line_ += '\n';
+    ok_ &= WriteAll(out_, line_);
+  }
+  Status Finish() override { return ok_ ? Status::Ok() : Status::IoError("short write"); }
+
+ private:
+  std::FILE* out_;
+  std::vector<uint16_t> gpus_;
+  std::string line_;
+  bool ok_ = true;
+};
+
 struct FormatName {
   OutputFormat format;
   const char* name;
@@ -273,6 +320,7 @@ const FormatName kFormats[] = {
     {OutputFormat::kWandb, "wandb", ".csv"},
     {OutputFormat::kSmiTable, "smi-table", ".txt"},
     {OutputFormat::kCustomCsv, "custom-csv", ".csv"},
+    {OutputFormat::kCustomCsvWide, "custom-csv-wide", ".csv"},
 };
 
 }  // namespace
@@ -335,6 +383,8 @@ std::unique_ptr<SampleWriter> MakeSampleWriter(OutputFormat format, std::FILE* o
       return std::make_unique<SmiTableWriter>(out, context);
     case OutputFormat::kCustomCsv:
       return std::make_unique<CustomCsvWriter>(out);
+    case OutputFormat::kCustomCsvWide:
+      return std::make_unique<CustomCsvWideWriter>(out);
     default:
       return MakeDcgmWriter(format, out, context);
   }
