@@ -273,9 +273,10 @@ void CheckFormat(OutputFormat format, const std::vector<int64_t>& intervals_ms,
       ASSERT_TRUE(got.ok()) << got.status().message();
       if (how == ReadBy::kFiles) {
         // Recognized from the content, not taken for some other format.
-        // (a column per GPU is one more layout of the custom-csv reader)
-        const std::string want_format =
-            format == OutputFormat::kCustomCsvWide ? "custom-csv" : write::OutputFormatName(format);
+        // (a column per GPU is one more layout of the custom-csv reader, JSON lines of wandb's)
+        std::string want_format = write::OutputFormatName(format);
+        if (format == OutputFormat::kCustomCsvWide) want_format = "custom-csv";
+        if (format == OutputFormat::kWandbJsonl) want_format = "wandb";
         for (const std::string& f : got->formats) EXPECT_EQ(f, want_format) << got->inputs;
       }
       worst = std::max(worst, ExpectSameVerdict(want, *got, interval_ms, synthetic_times));
@@ -310,6 +311,10 @@ TEST(SimFormats, OpenMetricsSameVerdictsAsCsv) {
 }
 
 TEST(SimFormats, WandbSameVerdictsAsCsv) { CheckFormat(OutputFormat::kWandb, {1000, 15000}); }
+
+TEST(SimFormats, WandbJsonLinesSameVerdictsAsCsv) {
+  CheckFormat(OutputFormat::kWandbJsonl, {1000, 15000});
+}
 
 TEST(SimFormats, SmiTableSameVerdictsAsCsv) { CheckFormat(OutputFormat::kSmiTable, {1000}); }
 

@@ -32,14 +32,15 @@ enum class OutputFormat {
   kPrometheusJson,  // curl .../api/v1/query_range?query={__name__=~"DCGM_FI_.*"}...
   kOpenMetrics,     // input of promtool tsdb create-blocks-from openmetrics
   kWandb,           // W&B run system metrics exported as CSV
+  kWandbJsonl,      // the same as JSON lines (run.history(stream="system") saved as records)
   kSmiTable,        // nvidia-smi -l N (the default table) in a job's .out
   kCustomCsv,       // ts,gpu_id,power_w,power_limit_w,util_pct,mem_used_mib (a home-made script)
   kCustomCsvWide,   // time,gpu0_power_w,gpu0_util_pct,...,gpu1_power_w,...: a column per GPU
 };
 
 // "nvidia-smi", "dcgmi-dmon", "dcgm-exporter", "prometheus-json", "openmetrics", "wandb",
-// "smi-table", "custom-csv", "custom-csv-wide". Unknown names are an error listing the valid
-// ones.
+// "wandb-jsonl", "smi-table", "custom-csv", "custom-csv-wide". Unknown names are an error listing
+// the valid ones.
 Result<OutputFormat> ParseOutputFormat(std::string_view name);
 const char* OutputFormatName(OutputFormat f);
 std::string OutputFormatNames();

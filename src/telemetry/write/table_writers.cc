@@ -52,11 +52,14 @@ class NvsmiCsvSampleWriter final : public SampleWriter {
 // temp, smClock, memoryClock}; one row per sampling instant, an empty cell for a missing value.
 class WandbCsvWriter final : public SampleWriter {
  public:
-  WandbCsvWriter(std::FILE* out, const WriterContext& ctx) : out_(out), ctx_(ctx) {}
+  // jsonl: one JSON object a tick, as `run.history(stream="system")` rows are saved with
+  // `df.to_json(orient="records", lines=True)`: absent readings have no key.
+  WandbCsvWriter(std::FILE* out, const WriterContext& ctx, bool jsonl = false)
+      : out_(out), ctx_(ctx), jsonl_(jsonl) {}
 
   void WriteTick(const std::vector<GpuSample>& samples) override {
     if (samples.empty()) return;
-    if (!header_written_) {
+    if (!header_written_ && !jsonl_) {
       std::string head = "_runtime,_timestamp";
       for (const GpuSample& s : samples) {
         for (const char* f : {"gpu", "memory", "memoryAllocated", "memoryAllocatedBytes",
@@ -69,13 +72,27 @@ class WandbCsvWriter final : public SampleWriter {
       header_written_ = true;
     }
     const int64_t at_ms = TickMs(samples);
-    line_ = fmt::format("{},{}", static_cast<double>(at_ms - ctx_.start_unix_ms) / 1000.0,
-                        static_cast<double>(at_ms) / 1000.0);
+    const double runtime_s = static_cast<double>(at_ms - ctx_.start_unix_ms) / 1000.0;
+    const double unix_s = static_cast<double>(at_ms) / 1000.0;
+    line_ = jsonl_ ? fmt::format(R"({{"_runtime": {}, "_timestamp": {})", runtime_s, unix_s)
+                   : fmt::format("{},{}", runtime_s, unix_s);
+    uint16_t gpu = 0;
+    int field = 0;
+    static constexpr const char* kKeys[] = {
+        "gpu",          "memory", "memoryAllocated", "memoryAllocatedBytes", "powerWatts",
+        "powerPercent", "temp",   "smClock",         "memoryClock"};
     auto cell = [&](std::optional<double> v) {
+      const char* key = kKeys[field++ % 9];
+      if (jsonl_) {
+        if (v)
+          fmt::format_to(std::back_inserter(line_), R"(, "system.gpu.{}.{}": {})", gpu, key, *v);
+        return;
+      }
       line_ += ',';
       if (v) fmt::format_to(std::back_inserter(line_), "{}", *v);
     };
     for (const GpuSample& s : samples) {
+      gpu = s.key.gpu;
       cell(s.util_gpu_pct);
       cell(s.util_mem_pct);
       std::optional<double> allocated_pct, bytes, power_pct;
@@ -94,7 +111,7 @@ class WandbCsvWriter final : public SampleWriter {
       cell(s.sm_clock_mhz);
       cell(s.mem_clock_mhz);
     }
-    line_ += '\n';
+    line_ += jsonl_ ? "}\n" : "\n";
     ok_ &= WriteAll(out_, line_);
   }
   Status Finish() override { return ok_ ? Status::Ok() : Status::IoError("short write"); }
@@ -102,6 +119,7 @@ class WandbCsvWriter final : public SampleWriter {
  private:
   std::FILE* out_;
   WriterContext ctx_;
+  bool jsonl_;
   bool header_written_ = false;
   bool ok_ = true;
   std::string line_;
@@ -318,6 +336,7 @@ const FormatName kFormats[] = {
     {OutputFormat::kPrometheusJson, "prometheus-json", ".json"},
     {OutputFormat::kOpenMetrics, "openmetrics", ".om"},
     {OutputFormat::kWandb, "wandb", ".csv"},
+    {OutputFormat::kWandbJsonl, "wandb-jsonl", ".jsonl"},
     {OutputFormat::kSmiTable, "smi-table", ".txt"},
     {OutputFormat::kCustomCsv, "custom-csv", ".csv"},
     {OutputFormat::kCustomCsvWide, "custom-csv-wide", ".csv"},
@@ -379,6 +398,8 @@ std::unique_ptr<SampleWriter> MakeSampleWriter(OutputFormat format, std::FILE* o
           context.nvsmi_minimal_columns ? NvsmiColumns::kMinimal : NvsmiColumns::kFull);
     case OutputFormat::kWandb:
       return std::make_unique<WandbCsvWriter>(out, context);
+    case OutputFormat::kWandbJsonl:
+      return std::make_unique<WandbCsvWriter>(out, context, /*jsonl=*/true);
     case OutputFormat::kSmiTable:
       return std::make_unique<SmiTableWriter>(out, context);
     case OutputFormat::kCustomCsv:
