@@ -245,7 +245,9 @@ enum class ReadBy { kFiles, kOpenMetrics };
 void CheckFormat(OutputFormat format, const std::vector<int64_t>& intervals_ms,
                  ReadBy read_by = ReadBy::kFiles) {
   const auto t0 = std::chrono::steady_clock::now();
-  const bool synthetic_times = format == OutputFormat::kDcgmiDmon;
+  // Formats without times in the file: read back with --interval-ms.
+  const bool synthetic_times =
+      format == OutputFormat::kDcgmiDmon || format == OutputFormat::kDcgmExporterCurl;
   std::string read_with;
   for (int64_t interval_ms : intervals_ms) {
     double worst = 0;
@@ -277,6 +279,7 @@ void CheckFormat(OutputFormat format, const std::vector<int64_t>& intervals_ms,
         std::string want_format = write::OutputFormatName(format);
         if (format == OutputFormat::kCustomCsvWide) want_format = "custom-csv";
         if (format == OutputFormat::kWandbJsonl) want_format = "wandb";
+        if (format == OutputFormat::kDcgmExporterCurl) want_format = "dcgm-exporter";
         for (const std::string& f : got->formats) EXPECT_EQ(f, want_format) << got->inputs;
       }
       worst = std::max(worst, ExpectSameVerdict(want, *got, interval_ms, synthetic_times));
@@ -300,6 +303,10 @@ TEST(SimFormats, DcgmiDmonSameVerdictsAsCsv) { CheckFormat(OutputFormat::kDcgmiD
 
 TEST(SimFormats, DcgmExporterSameVerdictsAsCsv) {
   CheckFormat(OutputFormat::kDcgmExporter, {1000, 15000, 30000});
+}
+
+TEST(SimFormats, DcgmExporterWithoutTimestampsSameVerdictsAsCsv) {
+  CheckFormat(OutputFormat::kDcgmExporterCurl, {1000, 15000, 30000});
 }
 
 TEST(SimFormats, PrometheusJsonSameVerdictsAsCsv) {

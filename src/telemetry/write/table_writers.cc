@@ -333,6 +333,7 @@ const FormatName kFormats[] = {
     {OutputFormat::kNvidiaSmiCsv, "nvidia-smi", ".csv"},
     {OutputFormat::kDcgmiDmon, "dcgmi-dmon", ".dmon"},
     {OutputFormat::kDcgmExporter, "dcgm-exporter", ".prom"},
+    {OutputFormat::kDcgmExporterCurl, "dcgm-exporter-curl", ".prom"},
     {OutputFormat::kPrometheusJson, "prometheus-json", ".json"},
     {OutputFormat::kOpenMetrics, "openmetrics", ".om"},
     {OutputFormat::kWandb, "wandb", ".csv"},
