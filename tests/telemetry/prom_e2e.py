@@ -2,10 +2,10 @@
 """End-to-end: `wattwatch triage --prometheus` against the real Prometheus (Debian package).
 
 backfill  The simulator's multi-host scenario (2 hosts x 8 GPUs, checkpoint, starvation and a
-          hang with a culprit) at 1 s, as nvidia-smi CSVs; the same samples as OpenMetrics
-          DCGM series (converted here from the CSVs, see csv_to_openmetrics: the simulator has
-          no --format openmetrics yet), backfilled with `promtool tsdb create-blocks-from
-          openmetrics`, Prometheus started on that TSDB; triage --prometheus (step found from
+          hang with a culprit) at 1 s, as nvidia-smi CSVs; the same run as DCGM series in
+          OpenMetrics (`wattwatch simulate --format openmetrics`, the simulator's writer),
+          backfilled with `promtool tsdb create-blocks-from openmetrics`, Prometheus started
+          on that TSDB; triage --prometheus (step found from
           the raw samples, and --step 1s) must give the JSON verdicts of triage of the CSVs:
           the same hosts, GPUs and sample counts, state shares within 0.02, the same hang
           episodes (start/end within one sample, culprits) and checkpoints. A saved query_range
@@ -101,26 +101,6 @@ def read_csv_ticks(path, host):
 
 def label_text(labels):
   return ",".join(f'{k}="{v}"' for k, v in sorted(labels.items()))
-
-
-def csv_to_openmetrics(csv_paths, out_path):
-  """OpenMetrics for promtool: one family per metric, each series in time order, # EOF."""
-  series = {}  # (metric, labels) -> [(ts, value)]
-  for path in csv_paths:
-    host = os.path.splitext(os.path.basename(path))[0]
-    for ts, gpus in read_csv_ticks(path, host):
-      for labels, values in gpus:
-        for metric, v in values.items():
-          series.setdefault((metric, label_text(labels)), []).append((ts, v))
-  with open(out_path, "w") as f:
-    for metric in sorted({m for m, _ in series}):
-      f.write(f"# TYPE {metric} gauge\n")
-      for (m, labels), points in sorted(series.items()):
-        if m != metric:
-          continue
-        for ts, v in points:
-          f.write(f"{metric}{{{labels}}} {v:g} {ts:.3f}\n")
-    f.write("# EOF\n")
 
 
 class Proc:
@@ -238,8 +218,14 @@ def backfill(args, tmp, procs):
   sim_dir = os.path.join(tmp, "sim")
   run_ww(args, ["simulate", "multi-host", "--interval-ms", "1000", "--out-dir", sim_dir])
   csvs = sorted(os.path.join(sim_dir, f) for f in os.listdir(sim_dir) if f.endswith(".csv"))
-  om = os.path.join(tmp, "dcgm.om")
-  csv_to_openmetrics(csvs, om)
+  # The same scenario (the simulator is deterministic) as promtool's OpenMetrics input.
+  om_dir = os.path.join(tmp, "om")
+  run_ww(args, ["simulate", "multi-host", "--interval-ms", "1000", "--format", "openmetrics",
+                "--out-dir", om_dir])
+  oms = [os.path.join(om_dir, f) for f in os.listdir(om_dir)]
+  if len(oms) != 1:
+    raise Failure(f"simulate --format openmetrics wrote {oms}, expected one file")
+  om = oms[0]
   tsdb = os.path.join(tmp, "tsdb")
   r = subprocess.run([args.promtool, "tsdb", "create-blocks-from", "openmetrics", om, tsdb],
                      capture_output=True, text=True, timeout=120)

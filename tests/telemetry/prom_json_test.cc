@@ -148,6 +148,34 @@ TEST(PromJson, OneDocumentPerMetricReadsAsOne) {
   EXPECT_EQ(two.samples[1].util_gpu_pct, 1);
 }
 
+// The hand scan gives up on a document in the middle (an escaped value) after it had stored
+// points of an earlier series of that document and of a series known from the document before:
+// they are taken back and the DOM reads the document once, so the result is the plain one's.
+TEST(PromJson, DocumentTheScanGivesUpOnReadsAsThePlainOne) {
+  const auto p1 = Series("DCGM_FI_DEV_POWER_USAGE", kNode0Gpu0, {{1000, "650"}, {1001, "100"}});
+  const auto p2 = Series("DCGM_FI_DEV_POWER_USAGE", kNode0Gpu0, {{1002, "300"}, {1003, "301"}});
+  const auto u = Series("DCGM_FI_DEV_GPU_UTIL", kNode0Gpu0, {{1000, "99"}, {1001, "1"}});
+  const auto m = Series("DCGM_FI_DEV_FB_USED", kNode0Gpu0, {{1000, "102"}, {1001, "7"}});
+  std::string escaped = m;
+  escaped.replace(escaped.find("\"102\""), 5, R"("1\u00302")");
+  Read plain = Decode(Matrix({p1}) + "\n" + Matrix({p2, u, m}));
+  Read dom = Decode(Matrix({p1}) + "\n" + Matrix({p2, u, escaped}));
+  ASSERT_TRUE(plain.status.ok()) << plain.status.message();
+  ASSERT_TRUE(dom.status.ok()) << dom.status.message();
+  EXPECT_EQ(dom.warnings, plain.warnings);
+  EXPECT_THAT(dom.warnings, Not(HasSubstr("duplicate")));
+  ASSERT_EQ(dom.samples.size(), 4u);
+  ASSERT_EQ(plain.samples.size(), dom.samples.size());
+  for (size_t i = 0; i < plain.samples.size(); ++i) {
+    EXPECT_EQ(dom.samples[i].timestamp_ms, plain.samples[i].timestamp_ms);
+    EXPECT_EQ(dom.samples[i].power_w, plain.samples[i].power_w);
+    EXPECT_EQ(dom.samples[i].util_gpu_pct, plain.samples[i].util_gpu_pct);
+    EXPECT_EQ(dom.samples[i].mem_used_mib, plain.samples[i].mem_used_mib);
+  }
+  EXPECT_EQ(dom.samples[0].mem_used_mib, 102);
+  EXPECT_EQ(dom.samples[3].power_w, 301);
+}
+
 TEST(PromJson, StatusErrorCarriesPrometheusErrorTypeAndMessage) {
   Read r = Decode(
       R"({"status":"error","errorType":"bad_data","error":"exceeded maximum resolution of 11,000 points per timeseries"})");

@@ -7,10 +7,11 @@
 // cost a process start each under ASan. The nvidia-smi reference of a (scenario, interval) is
 // simulated and triaged once and shared by the formats.
 //
-// prometheus-json and openmetrics hold what a Prometheus server holds; wattwatch reads them over
-// the HTTP API (`triage --prometheus`, after `promtool tsdb create-blocks-from openmetrics`). Here
-// their series are read back per timestamp through the dcgm-exporter decoder (the same DCGM
-// field mapping), and promtool itself must accept the OpenMetrics file.
+// prometheus-json (a saved query_range response) is a file input: detected from its content and
+// read by wattwatch's reader, as `wattwatch triage incident.json` reads it. openmetrics is what
+// promtool backfills into a Prometheus TSDB (read back over the HTTP API in prom_e2e.py); here
+// its series are read back per timestamp through the dcgm-exporter decoder (the same DCGM field
+// mapping), and promtool itself must accept the file.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -134,38 +135,6 @@ Result<std::unique_ptr<TelemetrySource>> DecodeHeld(const HeldSeries& held) {
       std::make_unique<BatchSource>(std::move(hosts), std::move(batches), std::move(gpus)));
 }
 
-// A query_range response: every result's labels back into a sample line per value.
-Result<std::unique_ptr<TelemetrySource>> ReadQueryRange(const std::string& path) {
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(testing::ReadFile(path));
-  } catch (const std::exception& e) {
-    return Status::InvalidInput(path + ": " + e.what());
-  }
-  if (j.value("status", "") != "success" || j["data"].value("resultType", "") != "matrix") {
-    return Status::InvalidInput(path + ": not a successful matrix response");
-  }
-  HeldSeries held;
-  for (const auto& r : j["data"]["result"]) {
-    std::string name, labels, host;
-    for (const auto& [k, v] : r["metric"].items()) {
-      const std::string value = v.get<std::string>();
-      if (k == "__name__") {
-        name = value;
-        continue;
-      }
-      if (k == "Hostname") host = value;
-      labels += fmt::format("{}{}=\"{}\"", labels.empty() ? "" : ",", k, value);
-    }
-    for (const auto& point : r["values"]) {
-      const auto ms = std::llround(point[0].get<double>() * 1000);
-      held[host][ms].push_back(
-          fmt::format("{}{{{}}} {}", name, labels, point[1].get<std::string>()));
-    }
-  }
-  return DecodeHeld(held);
-}
-
 // OpenMetrics text: samples `name{labels} value seconds`, families one after the other.
 Result<std::unique_ptr<TelemetrySource>> ReadOpenMetrics(const std::string& path) {
   HeldSeries held;
@@ -271,12 +240,14 @@ double ExpectSameVerdict(const Verdict& want, const Verdict& got, int64_t interv
   return worst;
 }
 
-enum class ReadBy { kFiles, kQueryRange, kOpenMetrics };
+enum class ReadBy { kFiles, kOpenMetrics };
 
 void CheckFormat(OutputFormat format, const std::vector<int64_t>& intervals_ms,
                  ReadBy read_by = ReadBy::kFiles) {
   const auto t0 = std::chrono::steady_clock::now();
-  const bool synthetic_times = format == OutputFormat::kDcgmiDmon;
+  // Formats without times in the file: read back with --interval-ms.
+  const bool synthetic_times =
+      format == OutputFormat::kDcgmiDmon || format == OutputFormat::kDcgmExporterCurl;
   std::string read_with;
   for (int64_t interval_ms : intervals_ms) {
     double worst = 0;
@@ -291,31 +262,25 @@ void CheckFormat(OutputFormat format, const std::vector<int64_t>& intervals_ms,
       auto w = Simulate(scenario, interval_ms, format, dir.path(), interleave);
       ASSERT_TRUE(w.ok()) << w.status().message();
       Result<Verdict> got = Status::Internal("unread");
-      // A saved query_range response is a file input once wattwatch reads it (branch prom);
-      // until then its series go through the test's decoder, and the line below says which.
-      ReadBy how = read_by;
-      if (how == ReadBy::kQueryRange) {
-        auto detected = DetectInputFormat(w->paths[0], {});
-        if (detected.ok() && std::string_view(InputFormatName(*detected)) == "prometheus-json") {
-          how = ReadBy::kFiles;
-        }
-      }
+      const ReadBy how = read_by;
       read_with = how == ReadBy::kFiles ? "wattwatch's reader" : "the test's DCGM decoder";
       if (how == ReadBy::kFiles) {
         got = TriageFiles(w->paths, synthetic_times ? interval_ms : 0);
       } else {
         ASSERT_EQ(w->paths.size(), 1u);
-        auto source = read_by == ReadBy::kQueryRange ? ReadQueryRange(w->paths[0])
-                                                     : ReadOpenMetrics(w->paths[0]);
+        auto source = ReadOpenMetrics(w->paths[0]);
         ASSERT_TRUE(source.ok()) << source.status().message();
         got = TriageSource(**source);
       }
       ASSERT_TRUE(got.ok()) << got.status().message();
       if (how == ReadBy::kFiles) {
         // Recognized from the content, not taken for some other format.
-        for (const std::string& f : got->formats) {
-          EXPECT_EQ(f, write::OutputFormatName(format)) << got->inputs;
-        }
+        // (a column per GPU is one more layout of the custom-csv reader, JSON lines of wandb's)
+        std::string want_format = write::OutputFormatName(format);
+        if (format == OutputFormat::kCustomCsvWide) want_format = "custom-csv";
+        if (format == OutputFormat::kWandbJsonl) want_format = "wandb";
+        if (format == OutputFormat::kDcgmExporterCurl) want_format = "dcgm-exporter";
+        for (const std::string& f : got->formats) EXPECT_EQ(f, want_format) << got->inputs;
       }
       worst = std::max(worst, ExpectSameVerdict(want, *got, interval_ms, synthetic_times));
       hangs += static_cast<int>(want.hangs.size());
@@ -340,8 +305,12 @@ TEST(SimFormats, DcgmExporterSameVerdictsAsCsv) {
   CheckFormat(OutputFormat::kDcgmExporter, {1000, 15000, 30000});
 }
 
+TEST(SimFormats, DcgmExporterWithoutTimestampsSameVerdictsAsCsv) {
+  CheckFormat(OutputFormat::kDcgmExporterCurl, {1000, 15000, 30000});
+}
+
 TEST(SimFormats, PrometheusJsonSameVerdictsAsCsv) {
-  CheckFormat(OutputFormat::kPrometheusJson, {1000, 15000, 30000}, ReadBy::kQueryRange);
+  CheckFormat(OutputFormat::kPrometheusJson, {1000, 15000, 30000});
 }
 
 TEST(SimFormats, OpenMetricsSameVerdictsAsCsv) {
@@ -350,9 +319,17 @@ TEST(SimFormats, OpenMetricsSameVerdictsAsCsv) {
 
 TEST(SimFormats, WandbSameVerdictsAsCsv) { CheckFormat(OutputFormat::kWandb, {1000, 15000}); }
 
+TEST(SimFormats, WandbJsonLinesSameVerdictsAsCsv) {
+  CheckFormat(OutputFormat::kWandbJsonl, {1000, 15000});
+}
+
 TEST(SimFormats, SmiTableSameVerdictsAsCsv) { CheckFormat(OutputFormat::kSmiTable, {1000}); }
 
 TEST(SimFormats, CustomCsvSameVerdictsAsCsv) { CheckFormat(OutputFormat::kCustomCsv, {1000}); }
+
+TEST(SimFormats, CustomCsvOneColumnPerGpuSameVerdictsAsCsv) {
+  CheckFormat(OutputFormat::kCustomCsvWide, {1000});
+}
 
 TEST(SimFormats, BadFormatIntervalAndPathsAreClearErrors) {
   auto bad = write::ParseOutputFormat("prometheus");

@@ -138,7 +138,8 @@ const DcgmScrapeDecoder::Slot& DcgmScrapeDecoder::Resolve(std::string_view block
   return slots_.emplace(std::string(block), slot).first->second;
 }
 
-DcgmScrapeDecoder::LineResult DcgmScrapeDecoder::Line(std::string_view line, std::string* why) {
+DcgmScrapeDecoder::LineResult DcgmScrapeDecoder::Series(std::string_view line, SeriesRef* ref,
+                                                        std::string* why) {
   if (!IsPromSampleLine(line, "DCGM_FI_")) return LineResult::kIgnored;
   std::string err;
   if (!ParsePromLine(line, &sample_, &err)) {
@@ -153,18 +154,34 @@ DcgmScrapeDecoder::LineResult DcgmScrapeDecoder::Line(std::string_view line, std
     return slot.skip_reason.rfind("malformed", 0) == 0 ? LineResult::kMalformed
                                                        : LineResult::kSkipped;
   }
-  if (!slots_in_scrape_.empty() && sample_.timestamp_ms != scrape_ts_) {
+  ref->field = field;
+  ref->gpu = slot.gpu;
+  return LineResult::kRead;
+}
+
+DcgmScrapeDecoder::LineResult DcgmScrapeDecoder::Line(std::string_view line, std::string* why) {
+  SeriesRef ref;
+  const LineResult r = Series(line, &ref, why);
+  if (r != LineResult::kRead) return r;
+  return Store(ref, sample_.timestamp_ms, sample_.value, why);
+}
+
+DcgmScrapeDecoder::LineResult DcgmScrapeDecoder::Store(const SeriesRef& ref,
+                                                       std::optional<int64_t> timestamp_ms,
+                                                       double value, std::string* why) {
+  const int field = ref.field;
+  if (!slots_in_scrape_.empty() && timestamp_ms != scrape_ts_) {
     return LineResult::kNewTimestamp;
   }
-  auto [pit, inserted] = partial_.try_emplace(slot.gpu);
+  auto [pit, inserted] = partial_.try_emplace(ref.gpu);
   Partial& p = pit->second;
   const uint64_t bit = uint64_t{1} << field;
   if (p.seen & bit) return LineResult::kRepeated;
-  if (slots_in_scrape_.empty()) scrape_ts_ = sample_.timestamp_ms;
-  if (p.seen == 0) slots_in_scrape_.push_back(slot.gpu);
+  if (slots_in_scrape_.empty()) scrape_ts_ = timestamp_ms;
+  if (p.seen == 0) slots_in_scrape_.push_back(ref.gpu);
   p.seen |= bit;
   const FieldDef& def = kFields[field];
-  const double v = sample_.value;
+  const double v = value;
   if (std::isnan(v)) return LineResult::kRead;  // no reading: absent, never 0
   if (!(v >= def.lo && v <= def.hi)) {
     *why = fmt::format("{}: {} is out of the plausible range", def.name, v);

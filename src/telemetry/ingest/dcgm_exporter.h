@@ -29,6 +29,7 @@
 #include <deque>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -60,6 +61,19 @@ class DcgmScrapeDecoder {
   // Decodes one line into the current scrape. kRepeated / kNewTimestamp leave the line
   // undecoded: call End(), then Line() again with it.
   LineResult Line(std::string_view line, std::string* why);
+
+  // The same decode in two steps, for readers that hold a series' points apart from its name
+  // (Prometheus API JSON): Series() resolves `NAME{labels} VALUE` once (kRead when the series
+  // is a field wattwatch reads on a GPU; kIgnored, kSkipped or kMalformed as Line() would answer
+  // for each of its points), then Store() puts one value of it into the current scrape as Line()
+  // does (kRead, kRepeated, kMalformed).
+  struct SeriesRef {
+    int field = -1;
+    uint16_t gpu = 0;
+  };
+  LineResult Series(std::string_view line, SeriesRef* ref, std::string* why);
+  LineResult Store(const SeriesRef& ref, std::optional<int64_t> timestamp_ms, double value,
+                   std::string* why);
   bool empty() const { return slots_in_scrape_.empty(); }
   std::optional<int64_t> scrape_timestamp_ms() const { return scrape_ts_; }
   // Closes the scrape: appends its samples (timestamp_ms = at_ms) and resets for the next one.

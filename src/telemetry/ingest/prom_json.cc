@@ -60,8 +60,34 @@ void AppendEscaped(std::string* out, std::string_view v) {
   }
 }
 
+// Plain decimals ("1763465360.1", "152.37", "700") of at most 15 digits: the mantissa and the
+// power of ten are exact doubles, so their quotient is the correctly rounded value, as
+// std::from_chars gives, at a fraction of its cost. false for anything else.
+bool FastDecimal(const char* p, const char* e, double* out) {
+  static constexpr double kPow10[] = {1,   1e1, 1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
+                                      1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15};
+  uint64_t mant = 0;
+  int digits = 0;
+  int frac = -1;
+  for (; p < e; ++p) {
+    if (*p >= '0' && *p <= '9') {
+      mant = mant * 10 + static_cast<uint64_t>(*p - '0');
+      ++digits;
+      if (frac >= 0) ++frac;
+    } else if (*p == '.' && frac < 0 && digits > 0) {
+      frac = 0;
+    } else {
+      return false;
+    }
+  }
+  if (digits == 0 || digits > 15 || frac == 0) return false;
+  *out = static_cast<double>(mant) / kPow10[frac < 0 ? 0 : frac];
+  return true;
+}
+
 // Prometheus writes sample values as strings: decimal, "NaN", "+Inf", "-Inf".
 bool ParseValue(std::string_view s, double* out) {
+  if (FastDecimal(s.data(), s.data() + s.size(), out)) return true;
   if (s == "NaN") {
     *out = std::nan("");
     return true;
@@ -79,47 +105,193 @@ bool ParseValue(std::string_view s, double* out) {
   return ec == std::errc() && ptr == s.data() + s.size() && std::isfinite(*out);
 }
 
-void AppendValue(std::string* line, double v) {
-  if (std::isnan(v)) {
-    line->append("NaN");
-  } else if (std::isinf(v)) {
-    line->append(v > 0 ? "+Inf" : "-Inf");
-  } else {
-    fmt::format_to(std::back_inserter(*line), "{}", v);
-  }
-}
+// A cursor over one document for the fast path. Every method answers false on anything but the
+// plain shape it expects; the caller then leaves the document to the DOM path.
+class Scan {
+ public:
+  explicit Scan(std::string_view doc)
+      : begin_(doc.data()), p_(doc.data()), end_(doc.data() + doc.size()) {}
 
+  void Ws() {
+    while (p_ < end_ && IsSpace(*p_)) ++p_;
+  }
+  bool At(char c) {
+    Ws();
+    return p_ < end_ && *p_ == c;
+  }
+  bool Eat(char c) {
+    if (!At(c)) return false;
+    ++p_;
+    return true;
+  }
+  size_t consumed() const { return static_cast<size_t>(p_ - begin_); }
+  // A string of printable ASCII without escapes (keys, sample values, label-free words).
+  bool Str(std::string_view* out) {
+    if (!Eat('"')) return false;
+    const char* b = p_;
+    while (p_ < end_) {
+      const auto c = static_cast<unsigned char>(*p_);
+      if (c == '"') {
+        *out = std::string_view(b, static_cast<size_t>(p_ - b));
+        ++p_;
+        return true;
+      }
+      if (c == '\\' || c < 0x20 || c >= 0x80) return false;
+      ++p_;
+    }
+    return false;
+  }
+  // A JSON number (RFC 8259 grammar), as a double.
+  bool Number(double* out) {
+    Ws();
+    const char* b = p_;
+    const char* q = p_;
+    if (q < end_ && *q == '-') ++q;
+    if (q >= end_ || !IsDigit(*q)) return false;
+    if (*q == '0') {
+      ++q;
+    } else {
+      while (q < end_ && IsDigit(*q)) ++q;
+    }
+    if (q < end_ && *q == '.') {
+      ++q;
+      if (q >= end_ || !IsDigit(*q)) return false;
+      while (q < end_ && IsDigit(*q)) ++q;
+    }
+    if (q < end_ && (*q == 'e' || *q == 'E')) {
+      ++q;
+      if (q < end_ && (*q == '+' || *q == '-')) ++q;
+      if (q >= end_ || !IsDigit(*q)) return false;
+      while (q < end_ && IsDigit(*q)) ++q;
+    }
+    if (!FastDecimal(b, q, out)) {
+      const auto [ptr, ec] = std::from_chars(b, q, *out);
+      if (ec != std::errc() || ptr != q) return false;
+    }
+    p_ = q;
+    return true;
+  }
+  // Any JSON value, validated (rare keys: "infos", "stats", ...); *raw is its text.
+  bool Value(std::string_view* raw) {
+    Ws();
+    if (p_ >= end_) return false;
+    const char* b = p_;
+    size_t len = 0;
+    if (*p_ == '{' || *p_ == '[') {
+      const size_t e = ValueEnd(std::string_view(p_, static_cast<size_t>(end_ - p_)), 0);
+      if (e == std::string_view::npos) return false;
+      len = e;
+    } else if (*p_ == '"') {
+      const char* q = p_ + 1;
+      while (q < end_ && *q != '"') q += (*q == '\\') ? 2 : 1;
+      if (q >= end_) return false;
+      len = static_cast<size_t>(q + 1 - p_);
+    } else {
+      const char* q = p_;
+      while (q < end_ && !IsSpace(*q) && *q != ',' && *q != '}' && *q != ']') ++q;
+      len = static_cast<size_t>(q - p_);
+    }
+    *raw = std::string_view(b, len);
+    if (!json::accept(raw->begin(), raw->end())) return false;
+    p_ += len;
+    return true;
+  }
+
+ private:
+  static bool IsDigit(char c) { return c >= '0' && c <= '9'; }
+  const char* begin_;
+  const char* p_;
+  const char* end_;
+};
+
+// One series in the source: resolved once, then its points read in time order.
+struct Stream {
+  std::string line_prefix;
+  std::vector<PromPoint> points;
+  size_t next = 0;
+  DcgmScrapeDecoder::LineResult resolved = DcgmScrapeDecoder::LineResult::kIgnored;
+  DcgmScrapeDecoder::SeriesRef ref;
+  std::string why;
+  bool warned = false;
+};
+
+struct HostStreams {
+  std::unique_ptr<DcgmScrapeDecoder> decoder;
+  std::vector<Stream> streams;  // series index order: the order a timestamp's points decode in
+};
+
+// Decodes one timestamp per Next(), host by host (GPU order within a host), so its batches come
+// in (time, host, GPU) order, and warns as it reads (warnings() is complete once drained).
 class PromSamplesSource final : public TelemetrySource {
  public:
-  PromSamplesSource(std::vector<std::string> hosts, std::vector<GpuSample> samples,
-                    std::vector<GpuInfo> infos, std::vector<GpuLabels> labels,
-                    std::vector<std::string> warnings)
+  PromSamplesSource(std::vector<std::string> hosts, std::vector<HostStreams> streams,
+                    std::vector<GpuInfo> infos, std::vector<GpuLabels> labels, Warnings warnings)
       : hosts_(std::move(hosts)),
-        samples_(std::move(samples)),
+        by_host_(std::move(streams)),
         infos_(std::move(infos)),
         labels_(std::move(labels)),
         warnings_(std::move(warnings)) {}
 
   Status Next(std::vector<GpuSample>* out) override {
-    if (next_ >= samples_.size()) return Status::Ok();
-    const int64_t ts = samples_[next_].timestamp_ms;
-    while (next_ < samples_.size() && samples_[next_].timestamp_ms == ts) {
-      out->push_back(samples_[next_++]);
+    const size_t before = out->size();
+    while (out->size() == before) {
+      int64_t ts = INT64_MAX;
+      for (const HostStreams& h : by_host_) {
+        for (const Stream& c : h.streams) {
+          if (c.next < c.points.size()) ts = std::min(ts, c.points[c.next].ts_ms);
+        }
+      }
+      if (ts == INT64_MAX) return Status::Ok();
+      for (HostStreams& h : by_host_) Step(&h, ts, out);
     }
     return Status::Ok();
   }
   const std::vector<std::string>& hosts() const override { return hosts_; }
   std::vector<GpuInfo> gpus() const override { return infos_; }
-  std::vector<std::string> warnings() const override { return warnings_; }
+  std::vector<std::string> warnings() const override { return warnings_.Render(); }
   std::vector<GpuLabels> gpu_labels() const override { return labels_; }
 
  private:
+  void Step(HostStreams* h, int64_t ts, std::vector<GpuSample>* out) {
+    std::string why;
+    bool any = false;
+    for (Stream& c : h->streams) {
+      if (c.next >= c.points.size() || c.points[c.next].ts_ms != ts) continue;
+      any = true;
+      const double value = c.points[c.next++].value;
+      switch (c.resolved) {
+        case DcgmScrapeDecoder::LineResult::kSkipped:
+          if (!c.warned) warnings_.Add(c.why, c.line_prefix.substr(0, 120));
+          c.warned = true;
+          continue;
+        case DcgmScrapeDecoder::LineResult::kMalformed:
+          warnings_.Add("implausible value skipped",
+                        fmt::format("{}at {}: {}", c.line_prefix, FormatIsoMs(ts, true), c.why));
+          continue;
+        default:
+          break;
+      }
+      switch (h->decoder->Store(c.ref, std::nullopt, value, &why)) {
+        case DcgmScrapeDecoder::LineResult::kRepeated:
+          warnings_.Add("a second series for one GPU and field at one time skipped",
+                        fmt::format("{}at {}", c.line_prefix, FormatIsoMs(ts, true)));
+          break;
+        case DcgmScrapeDecoder::LineResult::kMalformed:
+          warnings_.Add("implausible value skipped",
+                        fmt::format("{}at {}: {}", c.line_prefix, FormatIsoMs(ts, true), why));
+          break;
+        default:
+          break;
+      }
+    }
+    if (any) h->decoder->End(ts, out);
+  }
+
   std::vector<std::string> hosts_;
-  std::vector<GpuSample> samples_;
+  std::vector<HostStreams> by_host_;
   std::vector<GpuInfo> infos_;
   std::vector<GpuLabels> labels_;
-  std::vector<std::string> warnings_;
-  size_t next_ = 0;
+  Warnings warnings_;
 };
 
 }  // namespace
@@ -145,6 +317,14 @@ Status PromJsonDecoder::AddDocuments(std::string_view text, const std::string& w
           fmt::format("{}: byte {}: expected a Prometheus API response (a JSON object), found '{}'",
                       where, pos, Excerpt(text.substr(pos), 40)));
     }
+    // The plain shape is read by structure, which finds the document's end too; anything
+    // else is cut out by brackets and read through the DOM.
+    size_t used = 0;
+    if (ScanDocument(text.substr(pos), fmt::format("{}: document {}", where, in_text), &used)) {
+      ++documents_;
+      pos += used;
+      continue;
+    }
     const size_t end = ValueEnd(text, pos);
     if (end == std::string_view::npos) {
       return Status::InvalidInput(fmt::format(
@@ -157,6 +337,194 @@ Status PromJsonDecoder::AddDocuments(std::string_view text, const std::string& w
   }
   if (in_text == 0) return Status::InvalidInput(fmt::format("{}: no JSON document", where));
   return Status::Ok();
+}
+
+int64_t PromJsonDecoder::SeriesFor(const json& metric, const std::string& at, size_t r) {
+  auto name_it = metric.find("__name__");
+  if (name_it == metric.end() || !name_it->is_string()) {
+    warnings_.Add(
+        "series without __name__ skipped (save raw DCGM series, not an expression's result)",
+        fmt::format("{}, result[{}]", at, r));
+    return -1;
+  }
+  const std::string name = name_it->get<std::string>();
+  if (name.rfind("DCGM_FI_", 0) != 0) {
+    warnings_.Add("non-DCGM series skipped", ValidUtf8(name));
+    return -1;
+  }
+  std::string host;
+  std::string prefix = name + "{";
+  bool first = true;
+  for (const char* k : {"Hostname", "hostname", "instance"}) {
+    auto h = metric.find(k);
+    if (h != metric.end() && h->is_string() && !h->get<std::string>().empty()) {
+      host = ValidUtf8(h->get<std::string>());
+      ++host_label_counts_[k];
+      break;
+    }
+  }
+  bool bad_label = false;
+  for (const auto& [k, v] : metric.items()) {
+    if (k == "__name__") continue;
+    if (!v.is_string()) {
+      bad_label = true;
+      break;
+    }
+    if (!first) prefix.push_back(',');
+    first = false;
+    prefix += k;
+    prefix += "=\"";
+    AppendEscaped(&prefix, v.get<std::string>());
+    prefix.push_back('"');
+  }
+  if (bad_label) {
+    warnings_.Add("series with a non-string label value skipped",
+                  fmt::format("{}, result[{}]", at, r));
+    return -1;
+  }
+  prefix += "} ";
+  auto [sit, inserted] = series_index_.try_emplace(host + '\n' + prefix, series_.size());
+  if (inserted) {
+    Series s;
+    s.host = host;
+    s.line_prefix = prefix;
+    s.name = name.substr(8);
+    series_.push_back(std::move(s));
+  }
+  return static_cast<int64_t>(sit->second);
+}
+
+bool PromJsonDecoder::ScanDocument(std::string_view doc, const std::string& at, size_t* used) {
+  // What to put back when the document turns out not to be the plain shape.
+  const size_t series_before = series_.size();
+  struct Touched {
+    size_t series;
+    size_t points;
+    bool unsorted;
+  };
+  std::vector<Touched> touched;
+  Warnings warnings_before = warnings_;
+  std::map<std::string, int64_t> host_counts_before = host_label_counts_;
+  const auto undo = [&] {
+    for (auto t = touched.rbegin(); t != touched.rend(); ++t) {
+      series_[t->series].points.resize(t->points);
+      series_[t->series].unsorted = t->unsorted;
+    }
+    for (size_t i = series_before; i < series_.size(); ++i) {
+      series_index_.erase(series_[i].host + '\n' + series_[i].line_prefix);
+    }
+    series_.resize(series_before);
+    warnings_ = std::move(warnings_before);
+    host_label_counts_ = std::move(host_counts_before);
+    return false;
+  };
+
+  Scan in(doc);
+  std::string_view key;
+  std::string_view word;
+  bool seen_status = false;
+  bool seen_data = false;
+  bool seen_warnings = false;
+  // One point, [unix_seconds, "value"], into series s (nullptr: a skipped series, read past).
+  const auto point = [&](Series* s) {
+    double t = 0;
+    double v = 0;
+    if (!in.Eat('[') || !in.Number(&t) || !in.Eat(',') || !in.Str(&word) || !in.Eat(']')) {
+      return false;
+    }
+    if (!(t >= 0 && t < kMaxUnixS) || !ParseValue(word, &v)) return false;
+    if (s != nullptr) {
+      const int64_t ts_ms = std::llround(t * 1000);
+      if (!s->points.empty() && ts_ms < s->points.back().ts_ms) s->unsorted = true;
+      s->points.push_back(Point{ts_ms, v});
+    }
+    return true;
+  };
+  const auto item = [&](bool matrix, size_t r) {
+    if (!in.Eat('{') || !in.Str(&key) || key != "metric" || !in.Eat(':') || !in.At('{') ||
+        !in.Value(&word)) {
+      return false;
+    }
+    // The labels of one series: small next to its points, so the DOM is cheap here.
+    const json metric = json::parse(word.begin(), word.end(), nullptr, false);
+    if (!metric.is_object()) return false;
+    const int64_t index = SeriesFor(metric, at, r);
+    Series* s = nullptr;
+    if (index >= 0) {
+      s = &series_[static_cast<size_t>(index)];
+      if (static_cast<size_t>(index) < series_before) {
+        touched.push_back(Touched{static_cast<size_t>(index), s->points.size(), s->unsorted});
+      }
+    }
+    if (!in.Eat(',') || !in.Str(&key) || key != (matrix ? "values" : "value") || !in.Eat(':')) {
+      return false;
+    }
+    if (matrix) {
+      if (!in.Eat('[')) return false;
+      if (!in.Eat(']')) {
+        do {
+          if (!point(s)) return false;
+        } while (in.Eat(','));
+        if (!in.Eat(']')) return false;
+      }
+    } else if (!point(s)) {
+      return false;
+    }
+    return in.Eat('}');
+  };
+  const auto data = [&] {
+    if (!in.Eat('{')) return false;
+    bool matrix = false;
+    bool seen_type = false;
+    bool seen_result = false;
+    do {
+      if (!in.Str(&key) || !in.Eat(':')) return false;
+      if (key == "resultType") {
+        if (seen_type || !in.Str(&word) || (word != "matrix" && word != "vector")) return false;
+        matrix = word == "matrix";
+        seen_type = true;
+      } else if (key == "result") {
+        if (!seen_type || seen_result || !in.Eat('[')) return false;
+        seen_result = true;
+        if (in.Eat(']')) continue;
+        size_t r = 0;
+        do {
+          if (!item(matrix, r++)) return false;
+        } while (in.Eat(','));
+        if (!in.Eat(']')) return false;
+      } else if (!in.Value(&word)) {
+        return false;
+      }
+    } while (in.Eat(','));
+    return seen_result && in.Eat('}');
+  };
+
+  if (!in.Eat('{')) return false;
+  do {
+    if (!in.Str(&key) || !in.Eat(':')) return undo();
+    if (key == "status") {
+      if (seen_status || !in.Str(&word) || word != "success") return undo();
+      seen_status = true;
+    } else if (key == "data") {
+      if (seen_data || !data()) return undo();
+      seen_data = true;
+    } else if (key == "warnings") {
+      if (seen_warnings || !in.Eat('[')) return undo();
+      seen_warnings = true;
+      if (!in.Eat(']')) {
+        do {
+          if (!in.Str(&word)) return undo();
+          warnings_.Add("server warning (partial data?)", std::string(word));
+        } while (in.Eat(','));
+        if (!in.Eat(']')) return undo();
+      }
+    } else if (!in.Value(&word)) {
+      return undo();
+    }
+  } while (in.Eat(','));
+  if (!in.Eat('}') || !seen_status || !seen_data) return undo();
+  *used = in.consumed();
+  return true;
 }
 
 Status PromJsonDecoder::AddDocument(std::string_view doc, const std::string& where, int doc_index) {
@@ -204,64 +572,10 @@ Status PromJsonDecoder::AddDocument(std::string_view doc, const std::string& whe
       warnings_.Add("result without a metric object skipped", fmt::format("{}, result[{}]", at, r));
       continue;
     }
-    auto name_it = metric->find("__name__");
-    if (name_it == metric->end() || !name_it->is_string()) {
-      warnings_.Add(
-          "series without __name__ skipped (save raw DCGM series, not an expression's result)",
-          fmt::format("{}, result[{}]", at, r));
-      continue;
-    }
-    const std::string name = name_it->get<std::string>();
-    if (name.rfind("DCGM_FI_", 0) != 0) {
-      warnings_.Add("non-DCGM series skipped", ValidUtf8(name));
-      continue;
-    }
-    std::string host;
-    std::string prefix = name + "{";
-    bool first = true;
-    for (const char* k : {"Hostname", "hostname", "instance"}) {
-      auto h = metric->find(k);
-      if (h != metric->end() && h->is_string() && !h->get<std::string>().empty()) {
-        host = ValidUtf8(h->get<std::string>());
-        ++host_label_counts_[k];
-        break;
-      }
-    }
-    bool bad_label = false;
-    for (const auto& [k, v] : metric->items()) {
-      if (k == "__name__") continue;
-      if (!v.is_string()) {
-        bad_label = true;
-        break;
-      }
-      if (!first) prefix.push_back(',');
-      first = false;
-      prefix += k;
-      prefix += "=\"";
-      AppendEscaped(&prefix, v.get<std::string>());
-      prefix.push_back('"');
-    }
-    if (bad_label) {
-      warnings_.Add("series with a non-string label value skipped",
-                    fmt::format("{}, result[{}]", at, r));
-      continue;
-    }
-    prefix += "} ";
-    auto [sit, inserted] = series_index_.try_emplace(host + '\n' + prefix, series_.size());
-    if (inserted) {
-      Series s;
-      s.host = host;
-      s.line_prefix = prefix;
-      s.name = name.substr(8);
-      auto gpu = metric->find("gpu");
-      if (gpu != metric->end() && gpu->is_string() && !metric->contains("GPU_I_ID")) {
-        s.short_prefix = name + "{gpu=\"";
-        AppendEscaped(&s.short_prefix, gpu->get<std::string>());
-        s.short_prefix += "\"} ";
-      }
-      series_.push_back(std::move(s));
-    }
-    Series& s = series_[sit->second];
+    const int64_t index = SeriesFor(*metric, at, r);
+    if (index < 0) continue;
+    Series& s = series_[static_cast<size_t>(index)];
+    const std::string name = "DCGM_FI_" + s.name;
     const auto add_point = [&](const json& p, size_t index) {
       if (!p.is_array() || p.size() != 2 || !p[0].is_number() || !p[1].is_string()) {
         warnings_.Add("point that is not [unix_seconds, \"value\"] skipped",
@@ -351,70 +665,47 @@ Result<std::unique_ptr<TelemetrySource>> PromJsonDecoder::Finish(const std::stri
   if (by_host.size() > 4096) return Status::InvalidInput("more than 4096 hosts");
 
   std::vector<std::string> hosts;
-  std::vector<GpuSample> samples;
-  samples.reserve(points / std::max<size_t>(fields.size(), 1) + 16);
+  std::vector<HostStreams> by_host_streams;
   std::vector<GpuInfo> infos;
   std::vector<GpuLabels> labels;
-  struct Event {
-    int64_t ts_ms;
-    uint32_t series;
-    uint32_t point;
-  };
-  std::vector<Event> events;
+  bool any_sample = false;
   std::string line;
   for (const auto& [host, indices] : by_host) {
     const auto host_index = static_cast<uint16_t>(hosts.size());
     hosts.push_back(host);
-    events.clear();
+    HostStreams h;
+    h.decoder = std::make_unique<DcgmScrapeDecoder>(host_index);
     for (size_t i : indices) {
-      for (size_t p = 0; p < series_[i].points.size(); ++p) {
-        events.push_back(
-            Event{series_[i].points[p].ts_ms, static_cast<uint32_t>(i), static_cast<uint32_t>(p)});
-      }
+      Stream c;
+      c.line_prefix = std::move(series_[i].line_prefix);
+      c.points = std::move(series_[i].points);
+      h.streams.push_back(std::move(c));
     }
-    std::sort(events.begin(), events.end(), [](const Event& a, const Event& b) {
-      return a.ts_ms != b.ts_ms ? a.ts_ms < b.ts_ms : a.series < b.series;
+    // Resolve in the order the series' first points come (GPUs known only by UUID are numbered
+    // in that order), series order within one timestamp.
+    std::vector<size_t> order(h.streams.size());
+    for (size_t k = 0; k < order.size(); ++k) order[k] = k;
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+      return h.streams[a].points.front().ts_ms < h.streams[b].points.front().ts_ms;
     });
-    DcgmScrapeDecoder decoder(host_index);
-    std::set<uint32_t> skip_warned;
-    for (size_t e = 0; e < events.size();) {
-      const int64_t ts = events[e].ts_ms;
-      for (; e < events.size() && events[e].ts_ms == ts; ++e) {
-        Series& s = series_[events[e].series];
-        line.assign(s.primed && !s.short_prefix.empty() ? s.short_prefix : s.line_prefix);
-        AppendValue(&line, s.points[events[e].point].value);
-        std::string why;
-        switch (decoder.Line(line, &why)) {
-          case DcgmScrapeDecoder::LineResult::kRead:
-            s.primed = true;  // its full labels resolved to a GPU: the short block may follow
-            break;
-          case DcgmScrapeDecoder::LineResult::kIgnored:
-          case DcgmScrapeDecoder::LineResult::kNewTimestamp:
-            break;
-          case DcgmScrapeDecoder::LineResult::kRepeated:
-            warnings_.Add("a second series for one GPU and field at one time skipped",
-                          fmt::format("{}at {}", s.line_prefix, FormatIsoMs(ts, true)));
-            break;
-          case DcgmScrapeDecoder::LineResult::kSkipped:
-            if (skip_warned.insert(events[e].series).second) {
-              warnings_.Add(why, s.line_prefix.substr(0, 120));
-            }
-            break;
-          case DcgmScrapeDecoder::LineResult::kMalformed:
-            warnings_.Add("implausible value skipped",
-                          fmt::format("{}at {}: {}", s.line_prefix, FormatIsoMs(ts, true), why));
-            break;
-        }
-      }
-      decoder.End(ts, &samples);
+    for (size_t k : order) {
+      Stream& c = h.streams[k];
+      line = c.line_prefix;
+      line.push_back('0');
+      c.resolved = h.decoder->Series(line, &c.ref, &c.why);
+      any_sample |= c.resolved == DcgmScrapeDecoder::LineResult::kRead;
     }
-    for (const auto& [gpu, info] : decoder.infos()) infos.push_back(info);
-    for (const auto& [gpu, l] : decoder.labels()) labels.push_back(GpuLabels{{host_index, gpu}, l});
+    // Fields wattwatch does not read take no part, as their lines did not.
+    std::erase_if(h.streams, [](const Stream& c) {
+      return c.resolved == DcgmScrapeDecoder::LineResult::kIgnored;
+    });
+    for (const auto& [gpu, info] : h.decoder->infos()) infos.push_back(info);
+    for (const auto& [gpu, l] : h.decoder->labels()) {
+      labels.push_back(GpuLabels{{host_index, gpu}, l});
+    }
+    by_host_streams.push_back(std::move(h));
   }
-  if (samples.empty()) return Status::InvalidInput("no usable DCGM samples in the response");
-  std::stable_sort(samples.begin(), samples.end(), [](const GpuSample& a, const GpuSample& b) {
-    return a.timestamp_ms != b.timestamp_ms ? a.timestamp_ms < b.timestamp_ms : a.key < b.key;
-  });
+  if (!any_sample) return Status::InvalidInput("no usable DCGM samples in the response");
 
   std::string field_list;
   for (const auto& f : fields) field_list += (field_list.empty() ? "" : " ") + f;
@@ -430,9 +721,10 @@ Result<std::unique_ptr<TelemetrySource>> PromJsonDecoder::Finish(const std::stri
       "samples {} apart",
       series_.size(), field_list, points, documents_, hosts.size(), host_label,
       step_ms > 0 ? fmt::format("{:g} s", step_ms / 1000) : std::string("?"));
-  std::vector<std::string> warn = warnings_.Render();
-  auto src = std::make_unique<PromSamplesSource>(
-      std::move(hosts), std::move(samples), std::move(infos), std::move(labels), std::move(warn));
+  auto src = std::make_unique<PromSamplesSource>(std::move(hosts), std::move(by_host_streams),
+                                                 std::move(infos), std::move(labels),
+                                                 std::move(warnings_));
+  warnings_ = Warnings();
   return std::unique_ptr<TelemetrySource>(std::move(src));
 }
 
@@ -443,6 +735,7 @@ Result<OpenedFile> OpenPromJson(std::unique_ptr<LineReader> reader, const std::s
   WW_RETURN_IF_ERROR(reader->ReadUpTo(size_t{4} << 30, &text));
   PromJsonDecoder decoder;
   WW_RETURN_IF_ERROR(decoder.AddDocuments(text, reader->path()));
+  std::string().swap(text);  // the points are decoded; the text is not needed any more
   auto src = decoder.Finish(host);
   if (!src.ok()) return Status::InvalidInput(reader->path() + ": " + src.status().message());
   OpenedFile f;

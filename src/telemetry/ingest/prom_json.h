@@ -20,6 +20,12 @@
 // a second series for one GPU and metric at one time, series without gpu/UUID labels, MIG
 // instances, and the server's own "warnings" (partial data) as "server warning: ...".
 // "NaN" is no reading (absent, never 0).
+//
+// Memory: a file's text while it is parsed (OpenPromJson frees it before Finish), then only the
+// points (16 bytes each, about 2/3 of their text): the source decodes them into samples one
+// timestamp per Next(), each series resolved to its GPU and field once. A document in the
+// plain shape Prometheus writes is scanned by hand; any other (escapes, wrong types, errors)
+// goes through a JSON DOM, which names what is wrong.
 // Ownership: the decoder owns what it parsed until Finish() moves it into the source.
 // Thread-safety: one thread at a time.
 #pragma once
@@ -27,6 +33,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -42,6 +49,12 @@ namespace ww::ingest {
 // True when text (the first bytes of a file) starts like a Prometheus API response: a JSON
 // object with a "status" key and a "resultType" or "errorType" key.
 bool LooksLikePromJson(std::string_view text);
+
+// One sample of a series, as read: 16 bytes (the document's text is not kept).
+struct PromPoint {
+  int64_t ts_ms;
+  double value;
+};
 
 class PromJsonDecoder {
  public:
@@ -60,23 +73,23 @@ class PromJsonDecoder {
   Warnings& warnings() { return warnings_; }
 
  private:
-  struct Point {
-    int64_t ts_ms;
-    double value;
-  };
+  using Point = PromPoint;
   struct Series {
     std::string host;
     std::string line_prefix;  // `NAME{labels} ` as dcgm-exporter would print it
-    // `NAME{gpu="N"} `: once the decoder has seen the full labels, the rest of the series'
-    // points resolve to the same GPU through this short block (the label scan is most of the
-    // decode time). Empty when the series needs its full labels each time (no gpu, MIG).
-    std::string short_prefix;
-    bool primed = false;
     std::string name;
     std::vector<Point> points;
     bool unsorted = false;
   };
   Status AddDocument(std::string_view doc, const std::string& where, int doc_index);
+  // The fast path: a hand scan of the document at the start of text in the shape Prometheus
+  // writes, points straight into the series. false, with the decoder as it was before, for anything
+  // else (escapes, wrong types, errors, out-of-range values): the DOM path then reads the document
+  // and names what is wrong. *used is the document's length in text.
+  bool ScanDocument(std::string_view text, const std::string& at, size_t* used);
+  // The series a result's `metric` object names, registered on first sight; -1 when it is a
+  // documented skip (warned).
+  int64_t SeriesFor(const nlohmann::json& metric, const std::string& at, size_t r);
 
   std::vector<Series> series_;
   std::unordered_map<std::string, size_t> series_index_;  // by host + line prefix

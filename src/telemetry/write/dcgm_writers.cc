@@ -158,9 +158,12 @@ std::string ExporterLabels(const WriterContext& ctx, GpuKey key) {
 // One scrape per tick, as `curl -s node:9400/metrics` prints it, every sample line stamped
 // with the scrape's time in ms (the exposition format's optional timestamp, as a scraper that
 // keeps the time writes it, and what the dcgm-exporter reader takes a scrape's time from).
+// Without timestamps (`while sleep N; do curl -s node:9400/metrics; done > gpu.prom`, as most
+// people have it): the lines as the exporter serves them, read back with --interval-ms.
 class DcgmExporterWriter final : public SampleWriter {
  public:
-  DcgmExporterWriter(std::FILE* out, const WriterContext& ctx) : out_(out), ctx_(ctx) {}
+  DcgmExporterWriter(std::FILE* out, const WriterContext& ctx, bool timestamps)
+      : out_(out), ctx_(ctx), timestamps_(timestamps) {}
 
   void WriteTick(const std::vector<GpuSample>& samples) override {
     if (samples.empty()) return;
@@ -177,8 +180,10 @@ class DcgmExporterWriter final : public SampleWriter {
                          kMetrics[i].name, kMetrics[i].help);
           header = true;
         }
-        fmt::format_to(std::back_inserter(text_), "{}{{{}}} {} {}\n", kMetrics[i].name,
-                       ExporterLabels(ctx_, s.key), ExporterValue(kMetrics[i], *v), at_ms);
+        fmt::format_to(std::back_inserter(text_), "{}{{{}}} {}", kMetrics[i].name,
+                       ExporterLabels(ctx_, s.key), ExporterValue(kMetrics[i], *v));
+        if (timestamps_) fmt::format_to(std::back_inserter(text_), " {}", at_ms);
+        text_ += '\n';
       }
     }
     std::fwrite(text_.data(), 1, text_.size(), out_);
@@ -188,6 +193,7 @@ class DcgmExporterWriter final : public SampleWriter {
  private:
   std::FILE* out_;
   WriterContext ctx_;
+  bool timestamps_;
   std::string text_;
 };
 
@@ -265,9 +271,11 @@ class PrometheusJsonWriter final : public SampleWriter {
       }
       result.push_back({{"metric", std::move(metric)}, {"values", std::move(values)}});
     }
-    nlohmann::json j = {{"status", "success"},
-                        {"data", {{"resultType", "matrix"}, {"result", std::move(result)}}}};
-    const std::string text = j.dump() + "\n";
+    // The envelope in Prometheus's own key order (status, then data with resultType before
+    // result): readers that sniff the first bytes (wattwatch's detection) see what a real
+    // response starts with. Labels stay sorted by name, as Prometheus prints them.
+    const std::string text =
+        R"({"status":"success","data":{"resultType":"matrix","result":)" + result.dump() + "}}\n";
     if (std::fwrite(text.data(), 1, text.size(), out_) != text.size()) {
       return Status::IoError("short write");
     }
@@ -339,7 +347,9 @@ std::unique_ptr<SampleWriter> MakeDcgmWriter(OutputFormat format, std::FILE* out
     case OutputFormat::kDcgmiDmon:
       return std::make_unique<DcgmiDmonWriter>(out);
     case OutputFormat::kDcgmExporter:
-      return std::make_unique<DcgmExporterWriter>(out, context);
+      return std::make_unique<DcgmExporterWriter>(out, context, /*timestamps=*/true);
+    case OutputFormat::kDcgmExporterCurl:
+      return std::make_unique<DcgmExporterWriter>(out, context, /*timestamps=*/false);
     case OutputFormat::kPrometheusJson:
       return std::make_unique<PrometheusJsonWriter>(out, context);
     case OutputFormat::kOpenMetrics:

@@ -26,18 +26,22 @@
 namespace ww::write {
 
 enum class OutputFormat {
-  kNvidiaSmiCsv,    // nvidia-smi --query-gpu=... --format=csv -lms N
-  kDcgmiDmon,       // dcgmi dmon -e 155,160,203,204,252,250,150,100,101 -d N
-  kDcgmExporter,    // while sleep N; do curl -s node:9400/metrics; done, with scrape times
-  kPrometheusJson,  // curl .../api/v1/query_range?query={__name__=~"DCGM_FI_.*"}...
-  kOpenMetrics,     // input of promtool tsdb create-blocks-from openmetrics
-  kWandb,           // W&B run system metrics exported as CSV
-  kSmiTable,        // nvidia-smi -l N (the default table) in a job's .out
-  kCustomCsv,       // ts,gpu_id,power_w,power_limit_w,util_pct,mem_used_mib (a home-made script)
+  kNvidiaSmiCsv,      // nvidia-smi --query-gpu=... --format=csv -lms N
+  kDcgmiDmon,         // dcgmi dmon -e 155,160,203,204,252,250,150,100,101 -d N
+  kDcgmExporter,      // while sleep N; do curl -s node:9400/metrics; done, with scrape times
+  kDcgmExporterCurl,  // the same without timestamps (as the exporter serves them; --interval-ms)
+  kPrometheusJson,    // curl .../api/v1/query_range?query={__name__=~"DCGM_FI_.*"}...
+  kOpenMetrics,       // input of promtool tsdb create-blocks-from openmetrics
+  kWandb,             // W&B run system metrics exported as CSV
+  kWandbJsonl,        // the same as JSON lines (run.history(stream="system") saved as records)
+  kSmiTable,          // nvidia-smi -l N (the default table) in a job's .out
+  kCustomCsv,         // ts,gpu_id,power_w,power_limit_w,util_pct,mem_used_mib (a home-made script)
+  kCustomCsvWide,     // time,gpu0_power_w,gpu0_util_pct,...,gpu1_power_w,...: a column per GPU
 };
 
-// "nvidia-smi", "dcgmi-dmon", "dcgm-exporter", "prometheus-json", "openmetrics", "wandb",
-// "smi-table", "custom-csv". Unknown names are an error listing the valid ones.
+// "nvidia-smi", "dcgmi-dmon", "dcgm-exporter", "dcgm-exporter-curl", "prometheus-json",
+// "openmetrics", "wandb", "wandb-jsonl", "smi-table", "custom-csv", "custom-csv-wide". Unknown
+// names are an error listing the valid ones.
 Result<OutputFormat> ParseOutputFormat(std::string_view name);
 const char* OutputFormatName(OutputFormat f);
 std::string OutputFormatNames();

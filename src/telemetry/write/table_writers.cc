@@ -4,6 +4,7 @@
 
 #include <ctime>
 
+#include "core/timefmt.h"
 #include "telemetry/replay/nvsmi_writer.h"
 #include "telemetry/write/sample_writers.h"
 
@@ -51,11 +52,14 @@ class NvsmiCsvSampleWriter final : public SampleWriter {
 // temp, smClock, memoryClock}; one row per sampling instant, an empty cell for a missing value.
 class WandbCsvWriter final : public SampleWriter {
  public:
-  WandbCsvWriter(std::FILE* out, const WriterContext& ctx) : out_(out), ctx_(ctx) {}
+  // jsonl: one JSON object a tick, as `run.history(stream="system")` rows are saved with
+  // `df.to_json(orient="records", lines=True)`: absent readings have no key.
+  WandbCsvWriter(std::FILE* out, const WriterContext& ctx, bool jsonl = false)
+      : out_(out), ctx_(ctx), jsonl_(jsonl) {}
 
   void WriteTick(const std::vector<GpuSample>& samples) override {
     if (samples.empty()) return;
-    if (!header_written_) {
+    if (!header_written_ && !jsonl_) {
       std::string head = "_runtime,_timestamp";
       for (const GpuSample& s : samples) {
         for (const char* f : {"gpu", "memory", "memoryAllocated", "memoryAllocatedBytes",
@@ -68,13 +72,27 @@ class WandbCsvWriter final : public SampleWriter {
       header_written_ = true;
     }
     const int64_t at_ms = TickMs(samples);
-    line_ = fmt::format("{},{}", static_cast<double>(at_ms - ctx_.start_unix_ms) / 1000.0,
-                        static_cast<double>(at_ms) / 1000.0);
+    const double runtime_s = static_cast<double>(at_ms - ctx_.start_unix_ms) / 1000.0;
+    const double unix_s = static_cast<double>(at_ms) / 1000.0;
+    line_ = jsonl_ ? fmt::format(R"({{"_runtime": {}, "_timestamp": {})", runtime_s, unix_s)
+                   : fmt::format("{},{}", runtime_s, unix_s);
+    uint16_t gpu = 0;
+    int field = 0;
+    static constexpr const char* kKeys[] = {
+        "gpu",          "memory", "memoryAllocated", "memoryAllocatedBytes", "powerWatts",
+        "powerPercent", "temp",   "smClock",         "memoryClock"};
     auto cell = [&](std::optional<double> v) {
+      const char* key = kKeys[field++ % 9];
+      if (jsonl_) {
+        if (v)
+          fmt::format_to(std::back_inserter(line_), R"(, "system.gpu.{}.{}": {})", gpu, key, *v);
+        return;
+      }
       line_ += ',';
       if (v) fmt::format_to(std::back_inserter(line_), "{}", *v);
     };
     for (const GpuSample& s : samples) {
+      gpu = s.key.gpu;
       cell(s.util_gpu_pct);
       cell(s.util_mem_pct);
       std::optional<double> allocated_pct, bytes, power_pct;
@@ -93,7 +111,7 @@ class WandbCsvWriter final : public SampleWriter {
       cell(s.sm_clock_mhz);
       cell(s.mem_clock_mhz);
     }
-    line_ += '\n';
+    line_ += jsonl_ ? "}\n" : "\n";
     ok_ &= WriteAll(out_, line_);
   }
   Status Finish() override { return ok_ ? Status::Ok() : Status::IoError("short write"); }
@@ -101,6 +119,7 @@ class WandbCsvWriter final : public SampleWriter {
  private:
   std::FILE* out_;
   WriterContext ctx_;
+  bool jsonl_;
   bool header_written_ = false;
   bool ok_ = true;
   std::string line_;
@@ -259,6 +278,52 @@ class CustomCsvWriter final : public SampleWriter {
   bool ok_ = true;
 };
 
+// A home-made script's CSV with one row per tick and a column per GPU and field
+// (`time,gpu0_power_w,gpu0_power_limit_w,gpu0_util_pct,...,gpu1_power_w,...`), the time
+// as ISO 8601 UTC with ms. The GPUs are those of the first tick.
+class CustomCsvWideWriter final : public SampleWriter {
+ public:
+  explicit CustomCsvWideWriter(std::FILE* out) : out_(out) {}
+
+  void WriteTick(const std::vector<GpuSample>& samples) override {
+    if (samples.empty()) return;
+    if (gpus_.empty()) {
+      std::string head = "time";
+      for (const GpuSample& s : samples) {
+        gpus_.push_back(s.key.gpu);
+        for (const char* f : {"power_w", "power_limit_w", "util_pct", "mem_used_mib", "temp_c"}) {
+          fmt::format_to(std::back_inserter(head), ",gpu{}_{}", s.key.gpu, f);
+        }
+      }
+      head += '\n';
+      ok_ &= WriteAll(out_, head);
+    }
+    line_ = FormatIsoMs(TickMs(samples), true);
+    for (uint16_t gpu : gpus_) {
+      const GpuSample* s = nullptr;
+      for (const GpuSample& x : samples) {
+        if (x.key.gpu == gpu) s = &x;
+      }
+      for (auto member : {&GpuSample::power_w, &GpuSample::power_limit_w, &GpuSample::util_gpu_pct,
+                          &GpuSample::mem_used_mib, &GpuSample::temperature_c}) {
+        line_ += ',';  // an absent GPU or reading: an empty cell
+        if (s != nullptr && (s->*member)) {
+          fmt::format_to(std::back_inserter(line_), "{}", *(s->*member));
+        }
+      }
+    }
+    line_ += '\n';
+    ok_ &= WriteAll(out_, line_);
+  }
+  Status Finish() override { return ok_ ? Status::Ok() : Status::IoError("short write"); }
+
+ private:
+  std::FILE* out_;
+  std::vector<uint16_t> gpus_;
+  std::string line_;
+  bool ok_ = true;
+};
+
 struct FormatName {
   OutputFormat format;
   const char* name;
@@ -268,11 +333,14 @@ const FormatName kFormats[] = {
     {OutputFormat::kNvidiaSmiCsv, "nvidia-smi", ".csv"},
     {OutputFormat::kDcgmiDmon, "dcgmi-dmon", ".dmon"},
     {OutputFormat::kDcgmExporter, "dcgm-exporter", ".prom"},
+    {OutputFormat::kDcgmExporterCurl, "dcgm-exporter-curl", ".prom"},
     {OutputFormat::kPrometheusJson, "prometheus-json", ".json"},
     {OutputFormat::kOpenMetrics, "openmetrics", ".om"},
     {OutputFormat::kWandb, "wandb", ".csv"},
+    {OutputFormat::kWandbJsonl, "wandb-jsonl", ".jsonl"},
     {OutputFormat::kSmiTable, "smi-table", ".txt"},
     {OutputFormat::kCustomCsv, "custom-csv", ".csv"},
+    {OutputFormat::kCustomCsvWide, "custom-csv-wide", ".csv"},
 };
 
 }  // namespace
@@ -331,10 +399,14 @@ std::unique_ptr<SampleWriter> MakeSampleWriter(OutputFormat format, std::FILE* o
           context.nvsmi_minimal_columns ? NvsmiColumns::kMinimal : NvsmiColumns::kFull);
     case OutputFormat::kWandb:
       return std::make_unique<WandbCsvWriter>(out, context);
+    case OutputFormat::kWandbJsonl:
+      return std::make_unique<WandbCsvWriter>(out, context, /*jsonl=*/true);
     case OutputFormat::kSmiTable:
       return std::make_unique<SmiTableWriter>(out, context);
     case OutputFormat::kCustomCsv:
       return std::make_unique<CustomCsvWriter>(out);
+    case OutputFormat::kCustomCsvWide:
+      return std::make_unique<CustomCsvWideWriter>(out);
     default:
       return MakeDcgmWriter(format, out, context);
   }
