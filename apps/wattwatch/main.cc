@@ -14,24 +14,9 @@
 
 #include "commands.h"
 #include "core/exit_codes.h"
+#include "core/strings.h"
 
 namespace {
-
-// Levenshtein distance: the one measure behind every "did you mean".
-size_t EditDistance(std::string_view a, std::string_view b) {
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diag = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      const size_t up = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diag = up;
-    }
-  }
-  return row[b.size()];
-}
 
 // The nearest candidate within a third of the word's length (at least 1, at most 3 edits), or a
 // candidate the word is a prefix of ("--json-o" -> "--json-out").
@@ -39,7 +24,7 @@ std::optional<std::string> Nearest(std::string_view word, const std::vector<std:
   std::optional<std::string> best;
   size_t best_d = std::clamp<size_t>(word.size() / 3, 1, 3) + 1;
   for (const auto& n : names) {
-    const size_t d = EditDistance(word, n);
+    const size_t d = ww::EditDistance(word, n);
     if (d < best_d) {
       best_d = d;
       best = n;

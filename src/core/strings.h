@@ -15,5 +15,8 @@ std::string_view TrimSpaceAndQuotes(std::string_view s);
 std::string AsciiLower(std::string_view s);
 // Splits on `sep` with no quoting rules; keeps empty fields ("a,,b" -> {"a", "", "b"}).
 std::vector<std::string_view> SplitFields(std::string_view s, char sep);
+// Levenshtein distance (insert, delete, substitute: 1 each): the measure behind every "did you
+// mean" (subcommands, flags, job-spec keys).
+size_t EditDistance(std::string_view a, std::string_view b);
 
 }  // namespace ww

@@ -21,6 +21,17 @@ TEST(Strings, TrimSpaceAndQuotesRemovesOnePair) {
   EXPECT_EQ(TrimSpaceAndQuotes("\""), "\"");
 }
 
+// The "did you mean" measure: one edit each for insert, delete, substitute; symmetric.
+TEST(Strings, EditDistanceCountsSingleEdits) {
+  EXPECT_EQ(EditDistance("triage", "triage"), 0u);
+  EXPECT_EQ(EditDistance("tirage", "triage"), 2u);  // a swap is two substitutions
+  EXPECT_EQ(EditDistance("--jsn", "--json"), 1u);
+  EXPECT_EQ(EditDistance("", "abc"), 3u);
+  EXPECT_EQ(EditDistance("abc", ""), 3u);
+  EXPECT_EQ(EditDistance("kitten", "sitting"), 3u);
+  EXPECT_EQ(EditDistance("sitting", "kitten"), 3u);
+}
+
 TEST(Strings, AsciiLowerLeavesNonAsciiBytes) {
   EXPECT_EQ(AsciiLower("Power.Draw [W]"), "power.draw [w]");
   EXPECT_EQ(AsciiLower("\xC3\x84"), "\xC3\x84");
