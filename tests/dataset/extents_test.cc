@@ -17,7 +17,7 @@ namespace {
 using namespace ww::dataset::testing;
 using ::testing::ElementsAreArray;
 
-const std::vector<uint32_t> kLengths = {5, 0, 17, 3, 8, 1, 40, 2};
+const std::vector<uint32_t> kExtentLengths = {5, 0, 17, 3, 8, 1, 40, 2};
 
 struct Extents {
   std::vector<uint32_t> lengths;
@@ -71,13 +71,13 @@ std::vector<std::vector<uint64_t>> Expected(const std::vector<uint32_t>& lengths
 
 TEST(SampleExtents, MegatronPointsIntoTheBin) {
   MemEnv env;
-  auto [idx, bin] = MegatronBytes(kLengths, /*uint16*/ 8, 1000);
+  auto [idx, bin] = MegatronBytes(kExtentLengths, /*uint16*/ 8, 1000);
   env.AddFile("x.idx", idx);
   env.AddFile("x.bin", bin);
   const Extents e = ReadExtents(&env, DataFormat::kMegatron, "x");
-  ASSERT_EQ(e.extents.size(), kLengths.size());
+  ASSERT_EQ(e.extents.size(), kExtentLengths.size());
   for (const SampleExtent& x : e.extents) EXPECT_EQ(e.files[x.file_index], "x.bin");
-  EXPECT_EQ(IdsAt(&env, e, 2), Expected(kLengths));
+  EXPECT_EQ(IdsAt(&env, e, 2), Expected(kExtentLengths));
 }
 
 TEST(SampleExtents, NpyRowsAndOffsetPairs) {
@@ -92,8 +92,8 @@ TEST(SampleExtents, NpyRowsAndOffsetPairs) {
 
   std::vector<int64_t> offsets = {0};
   std::vector<uint16_t> tokens;
-  for (size_t s = 0; s < kLengths.size(); ++s) {
-    for (size_t i = 0; i < kLengths[s]; ++i)
+  for (size_t s = 0; s < kExtentLengths.size(); ++s) {
+    for (size_t i = 0; i < kExtentLengths[s]; ++i)
       tokens.push_back(static_cast<uint16_t>(TokenAt(s, i, 1000)));
     offsets.push_back(static_cast<int64_t>(tokens.size()));
   }
@@ -101,7 +101,7 @@ TEST(SampleExtents, NpyRowsAndOffsetPairs) {
   env.AddFile("p.tokens.npy", NpyBytes<uint16_t>("<u2", {tokens.size()}, tokens));
   e = ReadExtents(&env, DataFormat::kNpy, "p");
   for (const SampleExtent& x : e.extents) EXPECT_EQ(e.files[x.file_index], "p.tokens.npy");
-  EXPECT_EQ(IdsAt(&env, e, 2), Expected(kLengths));
+  EXPECT_EQ(IdsAt(&env, e, 2), Expected(kExtentLengths));
 }
 
 TEST(SampleExtents, NpyLengthsOnlyHasNoSampleData) {
@@ -151,10 +151,10 @@ TEST(SampleExtents, ArrowValuesOfEachBatch) {
   const std::vector<std::vector<uint32_t>> batches = {{5, 0, 17}, {3, 8, 1, 40, 2}};
   env.AddFile("s.arrow", ArrowStreamBytes(batches));
   Extents e = ReadExtents(&env, DataFormat::kArrow, "s.arrow");
-  EXPECT_EQ(IdsAt(&env, e, 4), Expected(kLengths));
+  EXPECT_EQ(IdsAt(&env, e, 4), Expected(kExtentLengths));
   env.AddFile("l.arrow", ArrowStreamBytes(batches, /*large=*/true));
   e = ReadExtents(&env, DataFormat::kArrow, "l.arrow");
-  EXPECT_EQ(IdsAt(&env, e, 8), Expected(kLengths));
+  EXPECT_EQ(IdsAt(&env, e, 8), Expected(kExtentLengths));
 }
 
 }  // namespace
