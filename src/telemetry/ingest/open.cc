@@ -249,7 +249,9 @@ Result<ingest::OpenedFile> OpenTelemetryFile(const std::string& path, const std:
   } else {
     auto reader = LineReader::Open(path);
     if (!reader.ok()) return reader.status();
-    LineReader* raw = reader->get();
+    // Known from the magic bytes at open; taken now, since a reader may free it once it has read
+    // everything (the Prometheus JSON one does).
+    compression = (*reader)->compression();
     switch (*format) {
       case InputFormat::kDcgmiDmon:
         opened = ingest::OpenDcgmiDmon(std::move(*reader), host, host_index, ro);
@@ -296,7 +298,6 @@ Result<ingest::OpenedFile> OpenTelemetryFile(const std::string& path, const std:
       default:
         return Status::Internal("unknown format");
     }
-    if (opened.ok()) compression = raw->compression();
   }
   if (!opened.ok()) return opened.status();
   if (description) {
