@@ -121,17 +121,16 @@ int RunWatchCommand(const WatchCommandOptions& f, bool run_mode, std::atomic<int
       ev.ras_port = addr->port;
     }
     ev.fr_wait_ms = static_cast<int>(f.fr_wait_s * 1000);
-    ev.incident_root = !f.incident_dir.empty() ? f.incident_dir
-                       : !o.events_path.empty()
-                           ? std::filesystem::path(o.events_path).parent_path().string()
-                           : std::string();
-    if (ev.incident_root.empty()) ev.incident_root = ".";
-    {
-      // Absolute: the job's ranks (another cwd, perhaps) get paths under it.
-      std::error_code ec;
-      const auto abs = std::filesystem::absolute(ev.incident_root, ec);
-      if (!ec) ev.incident_root = abs.lexically_normal().string();
-    }
+    // Absolute, so the job's ranks (perhaps in another cwd) get paths under it.
+    namespace fs = std::filesystem;
+    fs::path root = !f.incident_dir.empty()  ? fs::path(f.incident_dir)
+                    : !o.events_path.empty() ? fs::path(o.events_path).parent_path()
+                                             : fs::path();
+    std::error_code ec;
+    if (root.empty()) root = fs::current_path(ec);
+    if (root.empty()) root = fs::path(".");
+    const fs::path abs = fs::absolute(root, ec);
+    ev.incident_root = (ec ? root : abs.lexically_normal()).string();
     ev.fr_pipe_prefix = f.fr_pipe;
     if (run_mode) {
       std::map<std::string, std::string> env;
