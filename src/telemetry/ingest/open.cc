@@ -249,8 +249,9 @@ Result<ingest::OpenedFile> OpenTelemetryFile(const std::string& path, const std:
   } else {
     auto reader = LineReader::Open(path);
     if (!reader.ok()) return reader.status();
-    // Known from the magic bytes at open; taken now, since a reader may free it once it has read
-    // everything (the Prometheus JSON one does).
+    // Known from the first bytes; taken now, since a reader may free its line reader once it has
+    // read everything (the Prometheus JSON one does).
+    WW_RETURN_IF_ERROR((*reader)->Sniff());
     compression = (*reader)->compression();
     switch (*format) {
       case InputFormat::kDcgmiDmon:

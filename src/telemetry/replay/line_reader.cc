@@ -151,54 +151,52 @@ Result<size_t> LineReader::ReadRaw(char* dst, size_t cap) {
   }
 }
 
+Status LineReader::Sniff() {
+  if (sniffed_) return Status::Ok();
+  // The first bytes decide: gzip (1f 8b) or zstd (28 b5 2f fd) magic, else plain text. They stay
+  // in the decoder's input buffer for the first ReadText().
+  sniffed_ = true;
+  auto d = std::make_unique<Decoder>();
+  size_t have = 0;
+  while (have < 4) {
+    auto n = ReadRaw(d->in.data() + have, d->in.size() - have);
+    if (!n.ok()) return n.status();
+    if (*n == 0) break;
+    have += *n;
+  }
+  const auto* b = reinterpret_cast<const unsigned char*>(d->in.data());
+  if (have >= 2 && b[0] == 0x1f && b[1] == 0x8b) {
+    compression_ = Compression::kGzip;
+  } else if (have >= 4 && b[0] == 0x28 && b[1] == 0xb5 && b[2] == 0x2f && b[3] == 0xfd) {
+    compression_ = Compression::kZstd;
+  }
+  d->in_begin = 0;
+  d->in_end = have;
+  if (compression_ == Compression::kNone) {
+    if (const char* utf16 = Utf16Kind(b, have); *utf16 != '\0') {
+      return Status::InvalidInput(fmt::format(
+          "{}: {} text; wattwatch reads UTF-8 (or ASCII) logs: convert it first with  iconv -f "
+          "UTF-16 -t UTF-8 {} > {}.utf8",
+          path_, utf16, path_ == "<stdin>" ? "FILE" : path_, path_ == "<stdin>" ? "FILE" : path_));
+    }
+  } else if (compression_ == Compression::kGzip) {
+    // 15 + 32: a gzip or zlib header, detected by zlib itself.
+    if (inflateInit2(&d->z, 15 + 32) != Z_OK) {
+      return Status::IoError(fmt::format("{}: cannot start gzip decoder", path_));
+    }
+    d->z_init = true;
+  } else {
+    d->zs = ZSTD_createDStream();
+    if (!d->zs) return Status::IoError(fmt::format("{}: cannot start zstd decoder", path_));
+    ZSTD_initDStream(d->zs);
+  }
+  decoder_ = std::move(d);
+  return Status::Ok();
+}
+
 Result<size_t> LineReader::ReadText(char* dst, size_t cap) {
   if (!sniffed_) {
-    // The first read decides: gzip (1f 8b) or zstd (28 b5 2f fd) magic, else plain text.
-    sniffed_ = true;
-    auto d = std::make_unique<Decoder>();
-    size_t have = 0;
-    while (have < 4) {
-      auto n = ReadRaw(d->in.data() + have, d->in.size() - have);
-      if (!n.ok()) return n.status();
-      if (*n == 0) break;
-      have += *n;
-    }
-    const auto* b = reinterpret_cast<const unsigned char*>(d->in.data());
-    if (have >= 2 && b[0] == 0x1f && b[1] == 0x8b) {
-      compression_ = Compression::kGzip;
-    } else if (have >= 4 && b[0] == 0x28 && b[1] == 0xb5 && b[2] == 0x2f && b[3] == 0xfd) {
-      compression_ = Compression::kZstd;
-    }
-    if (compression_ == Compression::kNone) {
-      if (const char* utf16 = Utf16Kind(b, have); *utf16 != '\0') {
-        return Status::InvalidInput(fmt::format(
-            "{}: {} text; wattwatch reads UTF-8 (or ASCII) logs: convert it first with  iconv -f "
-            "UTF-16 -t UTF-8 {} > {}.utf8",
-            path_, utf16, path_ == "<stdin>" ? "FILE" : path_,
-            path_ == "<stdin>" ? "FILE" : path_));
-      }
-      const size_t n = std::min(have, cap);
-      std::memcpy(dst, d->in.data(), n);
-      if (n < have) {  // cap is the whole buffer, so this only happens for tiny caps
-        d->in_begin = n;
-        d->in_end = have;
-        decoder_ = std::move(d);
-      }
-      return n;
-    }
-    d->in_end = have;
-    if (compression_ == Compression::kGzip) {
-      // 15 + 32: a gzip or zlib header, detected by zlib itself.
-      if (inflateInit2(&d->z, 15 + 32) != Z_OK) {
-        return Status::IoError(fmt::format("{}: cannot start gzip decoder", path_));
-      }
-      d->z_init = true;
-    } else {
-      d->zs = ZSTD_createDStream();
-      if (!d->zs) return Status::IoError(fmt::format("{}: cannot start zstd decoder", path_));
-      ZSTD_initDStream(d->zs);
-    }
-    decoder_ = std::move(d);
+    WW_RETURN_IF_ERROR(Sniff());
   }
   if (!decoder_) {
     return ReadRaw(dst, cap);

@@ -50,6 +50,10 @@ class LineReader {
   // Bytes of (decompressed) text handed out so far.
   uint64_t bytes_read() const { return bytes_read_; }
   const std::string& path() const { return path_; }
+  // Reads the first bytes (kept for the first read) to learn the compression, once; an error for
+  // UTF-16 text. Reading calls it; call it first to know compression() before any text is read.
+  Status Sniff();
+  // kNone until Sniff() (or the first read) ran.
   Compression compression() const { return compression_; }
   // NUL bytes dropped from the end of the text (0: none); final once Next() returned false.
   uint64_t nul_tail_bytes() const { return nul_tail_bytes_; }
