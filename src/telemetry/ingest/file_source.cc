@@ -64,16 +64,23 @@ Status FileSource::Bad(const std::string& kind, std::string message) {
 }
 
 void FileSource::Accept(const GpuSample& s, int64_t line, std::vector<GpuSample>* out) {
-  auto [it, inserted] = last_ms_.try_emplace(s.key.gpu, INT64_MIN);
-  if (s.timestamp_ms <= it->second) {
+  const size_t g = s.key.gpu;
+  if (g >= last_ms_.size()) {
+    last_ms_.resize(g + 1, INT64_MIN);
+    has_info_.resize(g + 1, false);
+  }
+  int64_t& last = last_ms_[g];
+  if (s.timestamp_ms <= last) {
     warnings_.Add(
-        s.timestamp_ms == it->second ? "duplicate timestamp skipped"
-                                     : "out-of-order timestamp skipped",
+        s.timestamp_ms == last ? "duplicate timestamp skipped" : "out-of-order timestamp skipped",
         fmt::format("line {}: GPU {} at {}", line, s.key.gpu, FormatIsoMs(s.timestamp_ms)));
     return;
   }
-  it->second = s.timestamp_ms;
-  Info(s.key.gpu);
+  last = s.timestamp_ms;
+  if (!has_info_[g]) {
+    Info(s.key.gpu);
+    has_info_[g] = true;
+  }
   out->push_back(s);
 }
 

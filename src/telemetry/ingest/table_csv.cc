@@ -743,10 +743,11 @@ class TableSource final : public FileSource {
     return t->unix_ms;
   }
 
+  // A GPU's sample of the row being read: where it is in tick_, and the percentages that W&B
+  // gives beside the readings (turned into a limit and a total once the row is read).
   struct Partial {
-    GpuSample s;
+    size_t tick_index = 0;
     std::optional<double> power_pct, mem_used_pct;
-    bool any = false;
   };
 
   Status Row(int64_t n, bool complete, std::vector<GpuSample>* out, bool* flushed) {
@@ -798,6 +799,22 @@ class TableSource final : public FileSource {
         row_gpu = GpuForId(uuid);
       }
     }
+    // Tick boundaries, decided before the values so that each GPU's sample is read straight into
+    // its place in the tick (a GpuSample is ~370 bytes: copies were a large part of a small row's
+    // cost).
+    bool new_tick = false;
+    if (ms) {
+      new_tick = !tick_.empty() && *ms != tick_ms_;
+    } else if (!wide_) {
+      for (const auto& [s, l] : tick_) new_tick |= s.key.gpu == row_gpu;
+    } else {
+      new_tick = !tick_.empty();
+    }
+    if (new_tick) {
+      FlushTick(out);
+      *flushed = true;
+    }
+    const size_t tick_before = tick_.size();
     // Values.
     partials_.clear();
     bool row_bad = false;
@@ -824,10 +841,8 @@ class TableSource final : public FileSource {
                               p == Parse::kBad ? "not a number" : "out of the plausible range");
         continue;
       }
-      const int gpu = wide_ ? std::max(r.gpu, 0) : row_gpu;
-      Partial& part = PartialFor(gpu);
-      part.any = true;
-      GpuSample& s = part.s;
+      Partial& part = PartialFor(wide_ ? std::max(r.gpu, 0) : row_gpu, n);
+      GpuSample& s = tick_[part.tick_index].first;
       switch (r.f) {
         case F::kPower:
           s.power_w = v;
@@ -868,32 +883,16 @@ class TableSource final : public FileSource {
     }
     if (row_bad) {
       if (!complete) {
+        tick_.resize(tick_before);
         Skip("truncated last line skipped", fmt::format("line {}", n));
         return Status::Ok();
       }
       WW_RETURN_IF_ERROR(Bad("malformed value (field left absent)", bad_msg));
     }
-    if (!wide_ && partials_.empty()) PartialFor(row_gpu);  // a row with every field N/A
-    // Tick boundaries.
-    bool new_tick = false;
-    if (ms) {
-      new_tick = !tick_.empty() && *ms != tick_ms_;
-    } else if (!wide_) {
-      for (const auto& [s, l] : tick_) new_tick |= s.key.gpu == row_gpu;
-    } else {
-      new_tick = !tick_.empty();
-    }
-    if (new_tick) {
-      FlushTick(out);
-      *flushed = true;
-    }
-    if (tick_.empty()) tick_ms_ = ms ? *ms : synthetic_ticks_++ * options_.interval_ms;
+    if (!wide_ && partials_.empty()) PartialFor(row_gpu, n);  // a row with every field N/A
+    if (tick_before == 0) tick_ms_ = ms ? *ms : synthetic_ticks_++ * options_.interval_ms;
     for (auto& [gpu, part] : partials_) {
-      if (wide_ && !part.any) continue;
-      // Built in place in the tick (a GpuSample is ~370 bytes: copies are most of a row's cost).
-      tick_.emplace_back(part.s, n);
-      GpuSample& s = tick_.back().first;
-      s.key = GpuKey{host_index(), static_cast<uint16_t>(gpu)};
+      GpuSample& s = tick_[part.tick_index].first;
       s.timestamp_ms = tick_ms_;
       // W&B: the limit and the total from a reading and its percentage.
       if (!s.power_limit_w && s.power_w && part.power_pct && *part.power_pct > 1) {
@@ -913,12 +912,17 @@ class TableSource final : public FileSource {
     return Status::Ok();
   }
 
-  Partial& PartialFor(int gpu) {
+  // This row's sample of `gpu`, appended to the tick on first use (line: the row's).
+  Partial& PartialFor(int gpu, int64_t line) {
     for (auto& [g, p] : partials_) {
       if (g == gpu) return p;
     }
+    tick_.emplace_back();
+    tick_.back().first.key = GpuKey{host_index(), static_cast<uint16_t>(gpu)};
+    tick_.back().second = line;
     partials_.emplace_back();
     partials_.back().first = gpu;
+    partials_.back().second.tick_index = tick_.size() - 1;
     return partials_.back().second;
   }
 
