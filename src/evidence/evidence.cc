@@ -282,11 +282,29 @@ nlohmann::json EvidenceReport::EventFields() const {
 }
 
 std::vector<std::pair<std::string, std::string>> EvidenceReport::HookEnv() const {
-  std::set<int> ranks;
-  for (const Culprit& c : culprits) ranks.insert(c.rank);
-  return {{"WATTWATCH_INCIDENT_DIR", incident_dir},
+  return HookEnvFromEventFields(EventFields());
+}
+
+std::vector<std::pair<std::string, std::string>> HookEnvFromEventFields(
+    const nlohmann::json& evidence) {
+  auto text = [&](const char* key) {
+    if (!evidence.is_object()) return std::string();
+    const auto it = evidence.find(key);
+    return it != evidence.end() && it->is_string() ? it->get<std::string>() : std::string();
+  };
+  std::set<int64_t> ranks;
+  if (evidence.is_object()) {
+    if (const auto cs = evidence.find("culprits"); cs != evidence.end() && cs->is_array()) {
+      for (const auto& c : *cs) {
+        if (c.is_object() && c.contains("rank") && c["rank"].is_number_integer()) {
+          ranks.insert(c["rank"].get<int64_t>());
+        }
+      }
+    }
+  }
+  return {{"WATTWATCH_INCIDENT_DIR", text("incident_dir")},
           {"WATTWATCH_CULPRIT_RANKS", fmt::format("{}", fmt::join(ranks, ","))},
-          {"WATTWATCH_CULPRIT_REASON", summary}};
+          {"WATTWATCH_CULPRIT_REASON", text("summary")}};
 }
 
 EvidenceTask::EvidenceTask(EvidenceOptions options, HangContext context, Clock* clock)

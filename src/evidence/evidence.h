@@ -79,10 +79,16 @@ struct EvidenceReport {
   // Merged into the hang event, the webhook payload and /state as j["evidence"]:
   // {"summary", "incident_dir", "culprits": [{"rank", "host", "pid", "gpu", "source", "reason"}]}.
   nlohmann::json EventFields() const;
-  // For the hook's environment: WATTWATCH_INCIDENT_DIR, WATTWATCH_CULPRIT_RANKS ("2,11"),
-  // WATTWATCH_CULPRIT_REASON (the summary line).
+  // For the hook's environment: HookEnvFromEventFields(EventFields()).
   std::vector<std::pair<std::string, std::string>> HookEnv() const;
 };
+
+// The hook's environment from an event's `evidence` object (EventFields()' shape; the hook runner
+// has only the event): WATTWATCH_INCIDENT_DIR, WATTWATCH_CULPRIT_RANKS (each rank once, in order:
+// "2,11"; RAS and the Flight Recorder often name the same rank), WATTWATCH_CULPRIT_REASON (the
+// summary line). Members missing or of the wrong type give empty values.
+std::vector<std::pair<std::string, std::string>> HookEnvFromEventFields(
+    const nlohmann::json& evidence);
 
 // Does the whole step synchronously (RAS and Flight Recorder in parallel) and writes the
 // incident folder. `clock` gives the incident time and the polling sleeps; socket and FIFO

@@ -8,9 +8,9 @@
 
 #include <chrono>
 #include <cstring>
-#include <set>
 #include <vector>
 
+#include "evidence/evidence.h"
 #include "watch/child.h"
 #include "watch/http_error.h"
 
@@ -186,19 +186,9 @@ void ActionRunner::RunHook(const nlohmann::json& event) {
   add("WATTWATCH_REASONS", event.value("reasons", nlohmann::json()));
   // The hang evidence (NCCL RAS, Flight Recorder): the incident folder and the ranks it names.
   if (const auto ev = event.find("evidence"); ev != event.end() && ev->is_object()) {
-    add("WATTWATCH_INCIDENT_DIR", ev->value("incident_dir", nlohmann::json()));
-    // Each rank once, in order, as EvidenceReport::HookEnv() gives it (RAS and the Flight
-    // Recorder often name the same rank).
-    std::set<int64_t> ranks;
-    if (const auto cs = ev->find("culprits"); cs != ev->end() && cs->is_array()) {
-      for (const auto& c : *cs) {
-        if (c.is_object() && c.contains("rank") && c["rank"].is_number_integer())
-          ranks.insert(c["rank"].get<int64_t>());
-      }
+    for (const auto& [name, value] : evidence::HookEnvFromEventFields(*ev)) {
+      env.push_back(name + "=" + value);
     }
-    add("WATTWATCH_CULPRIT_RANKS",
-        nlohmann::json(std::vector<int64_t>(ranks.begin(), ranks.end())));
-    add("WATTWATCH_CULPRIT_REASON", ev->value("summary", nlohmann::json()));
   }
   env.push_back("WATTWATCH_PAYLOAD=" +
                 event.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));

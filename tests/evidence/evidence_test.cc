@@ -340,5 +340,25 @@ TEST(HangEvidence, EvidenceTaskRunsOffTheCallersThread) {
   EXPECT_NE(r->summary.find("no RAS listening"), std::string::npos);
 }
 
+// The hook runner has only the event's JSON (possibly read back, possibly from an older build):
+// ranks once each and in order, wrong types and missing members give empty values, not a throw.
+TEST(HookEnvFromEventFields, RanksOnceInOrderAndWrongTypesGiveEmptyValues) {
+  using Env = std::vector<std::pair<std::string, std::string>>;
+  const nlohmann::json ev = {
+      {"incident_dir", "/var/lib/ww/incident-1"},
+      {"summary", "rank 11 is behind"},
+      {"culprits",
+       {{{"rank", 11}}, {{"rank", 2}}, {{"rank", 11}}, {{"rank", "3"}}, nlohmann::json(7)}}};
+  EXPECT_EQ(HookEnvFromEventFields(ev), (Env{{"WATTWATCH_INCIDENT_DIR", "/var/lib/ww/incident-1"},
+                                             {"WATTWATCH_CULPRIT_RANKS", "2,11"},
+                                             {"WATTWATCH_CULPRIT_REASON", "rank 11 is behind"}}));
+  const Env empty = {{"WATTWATCH_INCIDENT_DIR", ""},
+                     {"WATTWATCH_CULPRIT_RANKS", ""},
+                     {"WATTWATCH_CULPRIT_REASON", ""}};
+  EXPECT_EQ(HookEnvFromEventFields(nlohmann::json::array()), empty);
+  EXPECT_EQ(HookEnvFromEventFields({{"incident_dir", 5}, {"summary", nullptr}, {"culprits", "x"}}),
+            empty);
+}
+
 }  // namespace
 }  // namespace ww::evidence
