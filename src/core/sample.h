@@ -16,6 +16,7 @@ struct GpuKey {
   uint16_t host = 0;
   uint16_t gpu = 0;
   friend bool operator==(const GpuKey&, const GpuKey&) = default;
+  // NOLINTNEXTLINE(modernize-use-nullptr): clang-tidy 14 flags the defaulted <=> itself.
   friend auto operator<=>(const GpuKey&, const GpuKey&) = default;
 };
 

@@ -201,6 +201,7 @@ EvidenceReport CollectHangEvidence(const EvidenceOptions& options, const HangCon
                                  : fmt::format("culprit: none named ({})", fmt::join(why, "; "));
   } else {
     std::vector<std::string> parts;
+    parts.reserve(sources.size());
     for (const auto& [rank, srcs] : sources) {
       parts.push_back(fmt::format("{} [{}]: {}", RankLabel(*first[rank]), fmt::join(srcs, ", "),
                                   first[rank]->reason));

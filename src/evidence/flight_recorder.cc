@@ -35,7 +35,7 @@ std::string TopUserFrame(const PickleDoc& doc, const PickleValue& entry) {
     const std::string file = doc.GetStr(f, "filename").value_or("");
     const std::string name = doc.GetStr(f, "name").value_or("?");
     const int64_t line = doc.GetInt(f, "line").value_or(0);
-    const std::string text = fmt::format("{}:{} in {}", file, line, name);
+    std::string text = fmt::format("{}:{} in {}", file, line, name);
     if (first_any.empty()) first_any = text;
     if (!IsTorchFrame(file)) return text;
   }
@@ -250,7 +250,7 @@ std::vector<FifoPoke> PokeFifos(const std::string& pipe_prefix,
     }
     FifoPoke poke;
     poke.rank = std::stoi(digits);
-    poke.path = dir + "/" + name;
+    poke.path = fmt::format("{}/{}", dir, name);
     struct stat st {};
     if (lstat(poke.path.c_str(), &st) != 0 || !S_ISFIFO(st.st_mode)) {
       poke.outcome = FifoPoke::Outcome::kNotFifo;

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include "core/timefmt.h"
 
@@ -19,7 +20,7 @@ std::string GpuLabel(const TriageReport& r, GpuKey k) {
 
 std::string Duration(double s) {
   if (s < 60) return fmt::format("{:.1f} s", s);
-  const int64_t t = static_cast<int64_t>(s + 0.5);
+  const int64_t t = std::llround(s);
   if (t < 3600) return fmt::format("{}m{:02d}s", t / 60, t % 60);
   return fmt::format("{}h{:02d}m{:02d}s", t / 3600, (t / 60) % 60, t % 60);
 }

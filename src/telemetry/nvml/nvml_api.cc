@@ -146,22 +146,22 @@ Result<std::shared_ptr<NvmlLib>> NvmlLib::Load(const std::string& explicit_path)
   }
 
   std::string missing;
-#define WW_NVML_RESOLVE(member, sym, fallback, required, ret, params)   \
-  {                                                                     \
-    const char* bound_name = sym;                                       \
-    void* p = dlsym(lib->handle_, sym);                                 \
-    const char* fb = fallback;                                          \
-    if (p == nullptr && fb != nullptr) {                                \
-      p = dlsym(lib->handle_, fb);                                      \
-      bound_name = fb;                                                  \
-    }                                                                   \
-    if (p != nullptr) {                                                 \
-      lib->member = reinterpret_cast<ret(*) params>(p);                 \
-      lib->bound_[static_cast<int>(NvmlEntry::k##member)] = bound_name; \
-    } else if (required) {                                              \
-      missing += missing.empty() ? "" : ", ";                           \
-      missing += sym;                                                   \
-    }                                                                   \
+#define WW_NVML_RESOLVE(member, sym, fallback, required, ret, params)                            \
+  {                                                                                              \
+    const char* bound_name = sym;                                                                \
+    void* p = dlsym(lib->handle_, sym);                                                          \
+    const char* fb = fallback;                                                                   \
+    if (p == nullptr && fb != nullptr) {                                                         \
+      p = dlsym(lib->handle_, fb);                                                               \
+      bound_name = fb;                                                                           \
+    }                                                                                            \
+    if (p != nullptr) {                                                                          \
+      lib->member = reinterpret_cast<ret(*) params>(p); /* NOLINT(bugprone-macro-parentheses) */ \
+      lib->bound_[static_cast<int>(NvmlEntry::k##member)] = bound_name;                          \
+    } else if (required) {                                                                       \
+      missing += missing.empty() ? "" : ", ";                                                    \
+      missing += (sym);                                                                          \
+    }                                                                                            \
   }
   WW_NVML_ENTRY_POINTS(WW_NVML_RESOLVE)
 #undef WW_NVML_RESOLVE

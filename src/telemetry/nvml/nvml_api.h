@@ -95,6 +95,9 @@ inline constexpr int kNvmlEntryCount = static_cast<int>(NvmlEntry::kCount);
 
 class NvmlLib {
  public:
+// `ret` and `params` are a return type and a parenthesized parameter list: they cannot be wrapped
+// in parentheses as bugprone-macro-parentheses asks.
+// NOLINTNEXTLINE(bugprone-macro-parentheses)
 #define WW_NVML_MEMBER(member, sym, fallback, required, ret, params) ret(*member) params = nullptr;
   WW_NVML_ENTRY_POINTS(WW_NVML_MEMBER)
 #undef WW_NVML_MEMBER
@@ -140,11 +143,11 @@ class NvmlLib {
 // once (NvmlEntry::kX) and gets both the function and the symbol that was bound for it.
 template <NvmlEntry E>
 struct NvmlEntryTraits;
-#define WW_NVML_TRAITS(member, sym, fallback, required, ret, params) \
-  template <>                                                        \
-  struct NvmlEntryTraits<NvmlEntry::k##member> {                     \
-    using Fn = ret(*) params;                                        \
-    static constexpr Fn NvmlLib::*kMember = &NvmlLib::member;        \
+#define WW_NVML_TRAITS(member, sym, fallback, required, ret, params)   \
+  template <>                                                          \
+  struct NvmlEntryTraits<NvmlEntry::k##member> {                       \
+    using Fn = ret(*) params; /* NOLINT(bugprone-macro-parentheses) */ \
+    static constexpr Fn NvmlLib::*kMember = &NvmlLib::member;          \
   };
 WW_NVML_ENTRY_POINTS(WW_NVML_TRAITS)
 #undef WW_NVML_TRAITS
