@@ -35,7 +35,8 @@ int64_t Pacer::DueNs(int64_t sample_ms) {
   // In double: a day-long log at x100000 or a sample far before the anchor must not overflow.
   const double offset_ns = static_cast<double>(sample_ms - first_sample_ms_) * 1e6 / speed_;
   const double due = static_cast<double>(anchor_ns_) + offset_ns;
-  constexpr double kMax = static_cast<double>(std::numeric_limits<int64_t>::max() / 2);
+  // Half the int64 range, in double (4.6e18 ns, 146 years: far from any real offset).
+  constexpr double kMax = static_cast<double>(std::numeric_limits<int64_t>::max()) / 2;
   due_ns_ = static_cast<int64_t>(std::clamp(due, -kMax, kMax));
   return due_ns_;
 }

@@ -8,8 +8,8 @@
 
 namespace ww::ingest {
 
-FileSource::FileSource(std::unique_ptr<LineReader> reader, std::string host, uint16_t host_index,
-                       FileSourceLimits limits)
+FileSource::FileSource(std::unique_ptr<LineReader> reader, const std::string& host,
+                       uint16_t host_index, FileSourceLimits limits)
     : reader_(std::move(reader)),
       hosts_{ValidUtf8(host)},
       host_index_(host_index),
@@ -99,7 +99,7 @@ void FileSource::SetLabel(uint16_t gpu, const std::string& key, const std::strin
 
 std::vector<std::string> FileSource::warnings() const {
   auto lines = warnings_.Render();
-  for (auto& l : lines) l = ValidUtf8(path() + ": " + l);
+  for (auto& l : lines) l = ValidUtf8(fmt::format("{}: {}", path(), l));
   return lines;
 }
 

@@ -44,7 +44,7 @@ struct OpenedFile {
 
 class FileSource : public TelemetrySource {
  public:
-  FileSource(std::unique_ptr<LineReader> reader, std::string host, uint16_t host_index,
+  FileSource(std::unique_ptr<LineReader> reader, const std::string& host, uint16_t host_index,
              FileSourceLimits limits = {});
 
   Status Next(std::vector<GpuSample>* out) final;
