@@ -1,4 +1,6 @@
 // `wattwatch simulate`: flags only; the simulator is src/telemetry/sim.
+#include <fmt/format.h>
+
 #include <iostream>
 
 #include "commands.h"
@@ -28,7 +30,7 @@ bool SimulateOutputsAllowed(const SimulateFlags& f, const sim::ScenarioConfig& c
     } else {
       const sim::Simulator simulator(config);  // named: the loop must not outlive a temporary
       for (const auto& h : simulator.host_names()) {
-        outputs.push_back({"--out-dir", f.write.out_dir + "/" + h + ext});
+        outputs.push_back({"--out-dir", fmt::format("{}/{}{}", f.write.out_dir, h, ext)});
       }
     }
   }

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
+#include "core/format.h"
 #include "core/timefmt.h"
 
 namespace ww::report {
@@ -169,12 +170,7 @@ std::string Escape(std::string_view s) {
   return out;
 }
 
-std::string Duration(double s) {
-  if (s < 60) return fmt::format("{:.1f} s", s);
-  const int64_t t = static_cast<int64_t>(s + 0.5);
-  if (t < 3600) return fmt::format("{}m{:02d}s", t / 60, t % 60);
-  return fmt::format("{}h{:02d}m{:02d}s", t / 3600, (t / 60) % 60, t % 60);
-}
+std::string Duration(double s) { return FormatDuration(s); }
 
 // Rounded for the page: a watt or a percent is finer than anyone reads off a chart.
 int Round(float v) { return static_cast<int>(std::lround(v)); }

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/format.h"
 #include "core/timefmt.h"
 
 namespace ww::report {
@@ -115,12 +116,7 @@ const char* StateColor(GpuState s) {
   return "";
 }
 
-std::string Duration(double s) {
-  if (s < 60) return fmt::format("{:.0f}s", s);
-  const int64_t t = static_cast<int64_t>(s + 0.5);
-  if (t < 3600) return fmt::format("{}m{:02d}s", t / 60, t % 60);
-  return fmt::format("{}h{:02d}m", t / 3600, (t / 60) % 60);
-}
+std::string Duration(double s) { return FormatDuration(s, /*compact=*/true); }
 
 // Clips a plain (ASCII) string to n columns.
 std::string Clip(std::string s, int n) {

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/format.h"
 #include "core/timefmt.h"
 
 namespace ww::report {
@@ -18,12 +19,7 @@ std::string GpuLabel(const TriageReport& r, GpuKey k) {
   return fmt::format("{}/GPU{}", HostName(r, k.host), k.gpu);
 }
 
-std::string Duration(double s) {
-  if (s < 60) return fmt::format("{:.1f} s", s);
-  const int64_t t = std::llround(s);
-  if (t < 3600) return fmt::format("{}m{:02d}s", t / 60, t % 60);
-  return fmt::format("{}h{:02d}m{:02d}s", t / 3600, (t / 60) % 60, t % 60);
-}
+std::string Duration(double s) { return FormatDuration(s); }
 
 std::string GpuList(const TriageReport& r, const std::vector<GpuKey>& keys) {
   // Compact: "node1/GPU3, node1/GPU5" or "16 GPUs (node0/GPU0-7, node1/GPU0-7)".

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "core/format.h"
 #include "core/stats.h"
 
@@ -63,6 +65,19 @@ TEST(Format, BytesInBinaryUnits) {
   EXPECT_EQ(FormatBytes(512), "512 B");
   EXPECT_EQ(FormatBytes(1536), "1.5 KiB");
   EXPECT_EQ(FormatBytes(2.0 * 1024 * 1024 * 1024, 2), "2.00 GiB");
+}
+
+// One duration format for the summary, the HTML report and `top` (three copies before).
+TEST(Format, DurationsForPeople) {
+  EXPECT_EQ(FormatDuration(18.72), "18.7 s");
+  EXPECT_EQ(FormatDuration(149.4), "2m29s");
+  EXPECT_EQ(FormatDuration(59.96), "60.0 s");  // under a minute keeps its tenths
+  EXPECT_EQ(FormatDuration(3723.5), "1h02m04s");
+  EXPECT_EQ(FormatDuration(3723.5, /*compact=*/true), "1h02m");
+  EXPECT_EQ(FormatDuration(42.4, /*compact=*/true), "42s");
+  // A clock jump or a NaN in a log must not overflow llround or print garbage.
+  EXPECT_EQ(FormatDuration(1e300), "277777777777h46m40s");
+  EXPECT_EQ(FormatDuration(std::nan("")), "? s");
 }
 
 TEST(Format, OneGpuLabel) {

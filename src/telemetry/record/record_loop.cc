@@ -33,7 +33,7 @@ Result<uint64_t> ParseSizeBytes(std::string_view text) {
   std::string unit(text.substr(i));
   for (char& c : unit) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
   int shift = -1;
-  if (unit == "" || unit == "B") shift = 0;
+  if (unit.empty() || unit == "B") shift = 0;
   if (unit == "K" || unit == "KB" || unit == "KIB") shift = 10;
   if (unit == "M" || unit == "MB" || unit == "MIB") shift = 20;
   if (unit == "G" || unit == "GB" || unit == "GIB") shift = 30;
