@@ -53,6 +53,7 @@ TEST_P(ScenarioTest, MatchesGroundTruth) {
       Describe(*config) + ": F1" + per_phase + " | mismatches:" + s.confusion +
       fmt::format(" | comm share {:.3f} vs truth {:.3f}", s.comm_share, s.truth_comm_share));
 
+  RecordProperty("macro_f1", fmt::format("{:.4f}", s.macro_f1));
   EXPECT_GE(s.macro_f1, 0.95);
   EXPECT_GT(s.scored_samples, config->hosts * config->gpus_per_host == 1 ? 150 : 1000);
   // Hangs: every one found, confirmed within 60 s of its start (a stall off the GPU and a partial
