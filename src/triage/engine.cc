@@ -155,7 +155,8 @@ void TriageEngine::Classify(Gpu& g, const SampleFeatures& f) {
   const bool quiet = mode == JobMode::kAllQuiet && trained_ &&
                      trained_s_ >= options_.min_training_before_quiet_s && !single &&
                      LiveRanksHoldMemory(views_, now_ms, options_);
-  OnQuietUpdate(quiet_.Update(mode, quiet, views_, now_ms));
+  // (Nothing quiet and nothing pending: the common case, skipped.)
+  if (quiet || quiet_.since_ms()) OnQuietUpdate(quiet_.Update(mode, quiet, views_, now_ms));
   HangContext ctx;
   if (auto since = quiet_.since_ms()) ctx.quiet_since_ms = *since;
   ctx.one_gpu = single;
@@ -244,8 +245,8 @@ void TriageEngine::OnQuietUpdate(const QuietUpdate& u) {
 }
 
 bool TriageEngine::one_gpu() const {
-  if (options_.world_size > 0) return options_.world_size <= 1;
-  return job_gpus_seen_ <= 1;
+  // world_size can only say the job is larger than the logs show, never smaller.
+  return std::max(options_.world_size, job_gpus_seen_) <= 1;
 }
 
 void TriageEngine::AddEvent(const TriageEvent& e) {

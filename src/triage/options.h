@@ -68,11 +68,11 @@ struct TriageOptions {
   // training: a moment of kernels while weights load, then quiet, is start-up (the real H100
   // traces: a 2.7 s quiet stretch after load-time copies, before the first step).
   double min_training_before_quiet_s = 10;
-  // Ranks in the whole job; 0: the GPUs the input shows holding the job. A job of one GPU has no
-  // peer to wait on: no `communication`, and its pegged low-power stretches (small kernels keep
-  // utilization pegged at low power too) are no hang on telemetry alone. A log of one node of a
-  // larger job says so with world_size above its GPU count: its ranks then wait on peers the log
-  // does not show, and one GPU of a 16-rank job spinning is a collective again.
+  // Ranks in the whole job; 0 (or fewer than the GPUs the input shows holding the job): those.
+  // A job of one GPU has no peer to wait on: no `communication`, and its pegged low-power stretches
+  // (small kernels keep utilization pegged at low power too) are no hang on telemetry alone. A log
+  // of one node of a larger job says so with world_size above its GPU count: its ranks then wait on
+  // peers the log does not show, and one GPU of a 16-rank job spinning is a collective again.
   int world_size = 0;
   // false: the engine never confirms a hang by itself; the caller (the live watcher, which also
   // has progress probes) calls ConfirmHangCandidate or DismissHangCandidate.
