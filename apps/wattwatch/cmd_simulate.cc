@@ -124,6 +124,10 @@ Exit codes: 0 written; 2 bad scenario, model or path.)");
   cmd->add_option("--power-cap-w", flags->options.power_cap_w,
                   "power limit, at most the model's TDP (an error above it)");
   cmd->add_option("--seed", flags->options.seed, "random seed (default 1)");
+  cmd->add_option("--drop-columns", flags->options.drop_fields,
+                  "fields the log lacks, comma-separated (memory.used, power.draw, "
+                  "utilization.gpu, utilization.memory): written as [N/A]")
+      ->delimiter(',');
   cmd->callback([flags, exit_code] { *exit_code = RunSimulate(*flags); });
 }
 

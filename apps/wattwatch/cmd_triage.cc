@@ -292,9 +292,15 @@ Exit codes: 0 triage ran; 2 unusable input (the message names file, line and fie
       ->check(CLI::Range(1.0, 86400.0))
       ->capture_default_str();
   cmd->add_option("--max-checkpoint-s", flags->triage.max_checkpoint_s,
-                  "peers waiting on a quiet rank longer than this is a hang")
+                  "no checkpoint takes longer: peers waiting on quiet ranks, or every rank quiet "
+                  "holding memory, for longer is a hang")
       ->check(CLI::Range(1.0, 1e7))
       ->capture_default_str();
+  cmd->add_option("--world-size", flags->triage.world_size,
+                  "ranks in the whole job, when the logs are part of it (one node of a "
+                  "multi-node run): its GPUs then wait on peers the logs do not show (default: "
+                  "the GPUs the logs show; a job of one GPU has no collectives)")
+      ->check(CLI::Range(1, 1000000));
   cmd->add_option("--host-offset", flags->host_offsets,
                   "HOST=SECONDS added to that host's timestamps (repeatable), to correct a clock "
                   "skew the summary notes");

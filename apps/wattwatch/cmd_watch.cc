@@ -140,8 +140,13 @@ void AddCommonFlags(CLI::App* cmd, WatchFlags* flags, bool run_mode) {
                   "blocked in a CUDA sync spins a core)")
       ->capture_default_str();
   cmd->add_option("--max-checkpoint-s", w->triage.max_checkpoint_s,
-                  "peers waiting on a quiet rank longer than this is a hang, not a checkpoint")
+                  "peers waiting on quiet ranks, or every rank quiet holding memory, longer than "
+                  "this is a hang, not a checkpoint")
       ->capture_default_str();
+  cmd->add_option("--world-size", w->triage.world_size,
+                  "ranks in the whole job when this node is one part of it (default: the GPUs "
+                  "seen; a job of one GPU is called hung only by process probes)")
+      ->check(CLI::Range(1, 1000000));
   cmd->add_option("--event-min-state-s", w->event_min_state_s,
                   "write a state_change event once the new state lasted this long")
       ->capture_default_str();

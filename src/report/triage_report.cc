@@ -213,6 +213,14 @@ std::string RenderText(const TriageReport& r, bool color) {
     }
   }
 
+  {
+    std::vector<GpuKey> keys;
+    for (const auto& g : r.gpus) keys.push_back(g.key);
+    const std::vector<std::string> lines = triage::HostEvidenceLines(keys, r.evidence, r.hosts);
+    if (!lines.empty()) out += "\nEvidence (fields the logs lack, and what that costs):\n";
+    for (const auto& l : lines) out += "  " + l + "\n";
+  }
+
   out += "\nShare of time per state (comm share = communication / (compute + communication)):\n";
   out += fmt::format("{:<14} {:>4} {:>7} {:>8} {:>7} {:>8} {:>7} {:>6} {:>6}\n", "host", "gpu",
                      "idle", "compute", "comm", "starved", "ckpt", "hang", "comm%");
@@ -284,7 +292,9 @@ nlohmann::json RenderJson(const TriageReport& r) {
           for (GpuState st : d.states) states.push_back(std::string(StateName(st)));
           groups.push_back({{"states", states}, {"why", d.why}});
         }
-        gj["evidence"] = {{"signals", r.evidence[i].signals}, {"cannot_tell_apart", groups}};
+        gj["evidence"] = {{"signals", r.evidence[i].signals},
+                          {"missing", r.evidence[i].missing},
+                          {"cannot_tell_apart", groups}};
       }
       auto cs = g.comm_share();
       gj["comm_share"] = cs ? json(std::round(*cs * 10000) / 10000) : json(nullptr);

@@ -22,6 +22,8 @@ struct TriageEngine::Record {
   GpuState state;
   double dt_s;
   double compute_share;  // for compute/communication samples
+  // Quiet holding memory while every rank was: `idle` unless training resumes after it.
+  bool quiet_held = false;
 };
 
 struct TriageEngine::Gpu {
@@ -32,6 +34,7 @@ struct TriageEngine::Gpu {
   bool has_live = false;
   bool lost = false;  // the latest classified sample was a lost GPU (reported once per loss)
   std::optional<bool> working;  // the latest sample's class was kBusy (for host moments)
+  bool ever_in_job = false;     // counted in job_gpus_seen_
   GpuStats stats;
 };
 
@@ -53,6 +56,7 @@ TriageEngine::TriageEngine(TriageOptions options, TriageObserver* observer)
       observer_(observer),
       hang_(options_),
       checkpoints_(options_),
+      quiet_(options_),
       job_end_(options_) {}
 
 TriageEngine::~TriageEngine() = default;
@@ -128,22 +132,59 @@ void TriageEngine::Classify(Gpu& g, const SampleFeatures& f) {
   }
   g.working = working;
 
-  const JobMode mode = ClassifyJob(CountJob(views_, now_ms, options_));
+  if (views_[g.view].in_job && !g.ever_in_job) {
+    g.ever_in_job = true;
+    ++job_gpus_seen_;
+  }
+  const bool single = one_gpu();
+  const JobMode mode = ClassifyJob(CountJob(views_, now_ms, options_, single));
   if (job_end_.Update(mode, now_ms)) {
     // The job is over; a relaunch starts afresh.
     trained_ = false;
+    trained_s_ = 0;
     for (GpuView& v : views_) {
       if (v.cls == LocalClass::kGone) v.in_job = false;
     }
   }
-  if (f.cls == LocalClass::kBusy && !f.starved && f.proc != ProcState::kContext) trained_ = true;
-  OnHangUpdate(hang_.Update(mode, views_, now_ms), now_ms);
-  checkpoints_.Update(mode, trained_, views_, now_ms);
+  if (f.cls == LocalClass::kBusy && !f.starved && f.proc != ProcState::kContext) {
+    trained_ = true;
+    trained_s_ += f.dt_s;
+  }
+  // Every rank quiet is a checkpoint only with memory seen held, between stretches of training,
+  // and in a job of several ranks (one GPU pausing is what a server waiting for requests does).
+  const bool quiet = mode == JobMode::kAllQuiet && trained_ &&
+                     trained_s_ >= options_.min_training_before_quiet_s && !single &&
+                     LiveRanksHoldMemory(views_, now_ms, options_);
+  // (Nothing quiet and nothing pending: the common case, skipped.)
+  if (quiet || quiet_.since_ms()) OnQuietUpdate(quiet_.Update(mode, quiet, views_, now_ms));
+  HangContext ctx;
+  if (auto since = quiet_.since_ms()) ctx.quiet_since_ms = *since;
+  ctx.one_gpu = single;
+  if (single) {
+    for (const GpuView& v : views_) {
+      if (IsActiveInJob(v, now_ms, options_) && v.cls == LocalClass::kSpin && v.sustained_spin) {
+        ctx.one_gpu_spinning = true;
+      }
+    }
+  }
+  OnHangUpdate(hang_.Update(mode, views_, now_ms, ctx), now_ms);
+  // Nothing saves during a hang (a wait that outlasted any checkpoint is one).
+  checkpoints_.Update(hang_.active() ? JobMode::kHangCandidate : mode, views_, now_ms);
 
   const bool loaded = f.proc == ProcState::kLoaded || f.proc == ProcState::kUnknown;
   GpuState state = DecideState(f.cls, f.starved, mode, trained_, loaded);
+  bool quiet_held = false;
+  if (mode == JobMode::kAllQuiet && state == GpuState::kCheckpoint) {
+    // Not yet: idle unless training resumes after it (QuietTracker).
+    state = GpuState::kIdle;
+    quiet_held = quiet && f.proc == ProcState::kLoaded;
+  }
   double share = 0;
-  if (state == GpuState::kCompute) {
+  if (single && (state == GpuState::kCommunication || state == GpuState::kCompute)) {
+    // No peer to talk to: all of it is compute, whatever the power.
+    state = GpuState::kCompute;
+    share = 1;
+  } else if (state == GpuState::kCompute) {
     share = f.compute_share;
     // A sample is labelled by what took most of its period; its seconds are split by the share.
     state = share >= 0.5 ? GpuState::kCompute : GpuState::kCommunication;
@@ -156,7 +197,7 @@ void TriageEngine::Classify(Gpu& g, const SampleFeatures& f) {
     g.live = state;
     g.has_live = true;
   }
-  records_.push_back({now_ms, key, state, f.dt_s, share});
+  records_.push_back({now_ms, key, state, f.dt_s, share, quiet_held});
   ++g.stats.samples;
   Emit(false);
 }
@@ -177,12 +218,35 @@ void TriageEngine::OnHangUpdate(const HangUpdate& u, int64_t now_ms) {
         g.live = GpuState::kHang;
       }
     }
+    checkpoints_.TruncateAt(e.start_ms);
     if (observer_) observer_->OnHangConfirmed(e);
   }
   if (u.ended) {
     if (u.hang_ended && observer_) observer_->OnHangEnded(hang_.episodes().back());
     Emit(false);
   }
+}
+
+void TriageEngine::OnQuietUpdate(const QuietUpdate& u) {
+  if (!u.resolved) return;
+  if (u.checkpoint) {
+    for (Record& r : records_) {
+      if (r.quiet_held && r.state == GpuState::kIdle && r.t_ms >= u.start_ms &&
+          r.t_ms <= u.end_ms) {
+        r.state = GpuState::kCheckpoint;
+      }
+    }
+    const HangEpisode* h = hang_.active();
+    const bool after_hang =
+        !hang_.episodes().empty() && hang_.episodes().back().end_ms > u.start_ms;
+    if (!h && !after_hang) checkpoints_.AddAllRanks(u);
+  }
+  Emit(false);
+}
+
+bool TriageEngine::one_gpu() const {
+  // world_size can only say the job is larger than the logs show, never smaller.
+  return std::max(options_.world_size, job_gpus_seen_) <= 1;
 }
 
 void TriageEngine::AddEvent(const TriageEvent& e) {
@@ -199,6 +263,7 @@ void TriageEngine::OnGap(int64_t gap_start_ms, int64_t now_ms) {
   // Nothing is known about the gap: a hang (or a checkpoint) ends cleanly where the data stops,
   // and what follows is judged afresh; the gap's time counts towards no episode.
   OnHangUpdate(hang_.Interrupt(gap_start_ms), gap_start_ms);
+  OnQuietUpdate(quiet_.End());
   checkpoints_.Finish();
 }
 
@@ -256,9 +321,11 @@ void TriageEngine::Account(const Record& r) {
 
 void TriageEngine::Emit(bool all) {
   // While an unconfirmed candidate is open, samples from its start on may still become `hang`.
+  // A quiet stretch may still become `checkpoint` (or `hang`, past max_checkpoint_s).
+  constexpr int64_t kNever = std::numeric_limits<int64_t>::max();
   const int64_t hold_from =
-      all ? std::numeric_limits<int64_t>::max()
-          : hang_.held_from_ms().value_or(std::numeric_limits<int64_t>::max());
+      all ? kNever
+          : std::min(hang_.held_from_ms().value_or(kNever), quiet_.since_ms().value_or(kNever));
   while (!records_.empty() && records_.front().t_ms < hold_from) {
     Account(records_.front());
     records_.pop_front();
@@ -281,6 +348,7 @@ void TriageEngine::Finish() {
     Classify(*next, next->windows.ClassifyNextAtEnd());
   }
   OnHangUpdate(hang_.End(last_ms_, true), last_ms_);
+  OnQuietUpdate(quiet_.End());
   checkpoints_.Finish();
   Emit(true);
 }

@@ -141,6 +141,10 @@ class TriageEngine {
   // Job-level evaluation after one more classified sample of g.
   void Classify(Gpu& g, const SampleFeatures& f);
   void OnHangUpdate(const HangUpdate& u, int64_t now_ms);
+  // A quiet stretch was resolved: as a checkpoint, its held samples become `checkpoint`.
+  void OnQuietUpdate(const QuietUpdate& u);
+  // The job is a single GPU (world_size, else the GPUs that held it): no collectives.
+  bool one_gpu() const;
   void Emit(bool all);
   void Account(const Record& r);
   void AddEvent(const TriageEvent& e);
@@ -155,12 +159,15 @@ class TriageEngine {
   std::deque<Record> records_;  // classified, waiting while a hang candidate may relabel them
   HangTracker hang_;
   CheckpointTracker checkpoints_;
+  QuietTracker quiet_;
   JobEndTracker job_end_;
+  int job_gpus_seen_ = 0;  // GPUs that held the job's process at some time
   std::vector<TriageEvent> events_;
   std::vector<std::vector<WorkTransition>> transitions_;  // by host, for host_skews()
   size_t transitions_total_ = 0;
   int64_t last_classified_ms_ = INT64_MIN;  // latest sample time any GPU was classified at
   bool trained_ = false;
+  double trained_s_ = 0;  // GPU-seconds of training since the job began
   int64_t first_ms_ = INT64_MAX;
   int64_t last_ms_ = INT64_MIN;
 };

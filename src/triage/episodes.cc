@@ -15,34 +15,75 @@ int64_t ToMs(double s) { return static_cast<int64_t>(s * 1000); }
 
 HangTracker::HangTracker(const TriageOptions& options) : options_(options) {}
 
-HangUpdate HangTracker::Update(JobMode mode, std::span<const GpuView> views, int64_t now_ms) {
+HangUpdate HangTracker::Update(JobMode mode, std::span<const GpuView> views, int64_t now_ms,
+                               const HangContext& ctx) {
   HangUpdate out;
-  bool hang_like = mode == JobMode::kHangCandidate;
-  // Peers spinning on a quiet rank for far longer than any checkpoint takes.
+  last_update_ms_ = now_ms;
+  bool hang_like = mode == JobMode::kHangCandidate && !ctx.one_gpu;
+  bool needs_probe = false;
+  int64_t from_ms = now_ms;  // where the candidate starts: a long wait is a hang from its start
+  std::string why;
+  HangKind kind = HangKind::kSpin;
+  auto elapsed_s = [&](int64_t since) { return static_cast<double>(now_ms - since) / 1000.0; };
+  // Peers spinning on quiet ranks for far longer than any checkpoint takes: a partial hang.
   if (mode == JobMode::kCheckpointWait) {
     if (checkpoint_wait_since_ms_ == kUnset) checkpoint_wait_since_ms_ = now_ms;
-    if (static_cast<double>(now_ms - checkpoint_wait_since_ms_) / 1000.0 >=
-        options_.max_checkpoint_s) {
+    if (elapsed_s(checkpoint_wait_since_ms_) >= options_.max_checkpoint_s) {
       hang_like = true;
+      kind = HangKind::kPartial;
+      from_ms = checkpoint_wait_since_ms_;
+      size_t spinning = 0, quiet = 0;
+      for (const GpuView& v : views) {
+        if (!IsActiveInJob(v, now_ms, options_)) continue;
+        if (v.cls == LocalClass::kSpin) ++spinning;
+        if (v.cls == LocalClass::kLow) ++quiet;
+      }
+      why = OverlongCheckpointReason(elapsed_s(checkpoint_wait_since_ms_),
+                                     options_.max_checkpoint_s, spinning, quiet);
     }
   } else {
     checkpoint_wait_since_ms_ = kUnset;
   }
+  // Every rank quiet holding memory after training: past max_checkpoint_s a stall off the GPU on
+  // telemetry alone; before, a candidate only process probes can confirm (a live watcher's).
+  if (ctx.quiet_since_ms != kUnset) {
+    if (elapsed_s(ctx.quiet_since_ms) >= options_.max_checkpoint_s) {
+      hang_like = true;
+      kind = HangKind::kOffGpu;
+      from_ms = ctx.quiet_since_ms;
+      size_t gpus = 0;
+      for (const GpuView& v : views) gpus += IsActiveInJob(v, now_ms, options_) ? 1 : 0;
+      why = OffGpuStallReason(elapsed_s(ctx.quiet_since_ms), options_.max_checkpoint_s, gpus);
+    } else if (!options_.auto_confirm) {
+      hang_like = true;
+      needs_probe = true;
+      from_ms = ctx.quiet_since_ms;
+    }
+  }
+  // One GPU pegged at low power: small kernels look the same; only probes can call it.
+  if (ctx.one_gpu && ctx.one_gpu_spinning && !options_.auto_confirm && !hang_like) {
+    hang_like = true;
+    needs_probe = true;
+  }
+  from_ms = std::max(from_ms, dismissed_at_ms_);
 
   if (hang_like) {
     if (!candidate_) {
       candidate_.emplace();
-      candidate_->start_ms = now_ms;
+      candidate_->start_ms = from_ms;
+      candidate_->kind = kind;
       HangEpisode& e = candidate_->episode;
-      e.start_ms = now_ms;
+      e.start_ms = from_ms;
       HangMembers members = ChooseHangMembers(views, mode, now_ms, options_);
       e.gpus = std::move(members.gpus);
       e.culprits = std::move(members.culprits);
-      if (mode == JobMode::kCheckpointWait) {
-        e.reasons.push_back(OverlongCheckpointReason(
-            static_cast<double>(now_ms - checkpoint_wait_since_ms_) / 1000.0));
-      }
+      if (!why.empty()) e.reasons.push_back(why);
+    } else if (!candidate_->confirmed && needs_probe_ && !needs_probe && !why.empty()) {
+      // The probe-only candidate now stands on telemetry alone: say why.
+      candidate_->episode.reasons.push_back(why);
+      candidate_->kind = kind;
     }
+    needs_probe_ = needs_probe;
     Candidate& c = *candidate_;
     c.broken_since_ms = kUnset;
     if (!c.confirmed) {
@@ -62,7 +103,7 @@ HangUpdate HangTracker::Update(JobMode mode, std::span<const GpuView> views, int
     for (const GpuView& g : views) {
       if (g.cur_ms == now_ms && g.cls == LocalClass::kSpin) c.evidence.Add(g);
     }
-    if (!c.confirmed && options_.auto_confirm &&
+    if (!c.confirmed && options_.auto_confirm && !needs_probe &&
         static_cast<double>(now_ms - c.start_ms) / 1000.0 >= options_.hang_confirm_s) {
       out.confirmed = Confirm(now_ms, views, {});
     }
@@ -87,12 +128,13 @@ bool HangTracker::Confirm(int64_t now_ms, std::span<const GpuView> views,
   HangEpisode& e = c.episode;
   e.detected_at_ms = now_ms;
   e.end_ms = now_ms;
-  size_t gone = 0;
+  size_t gone = 0, spinning = 0;
   std::vector<GpuKey> lost;
   for (GpuKey k : e.gpus) {
     for (const GpuView& v : views) {
       if (v.key == k) {
         if (v.cls == LocalClass::kGone) ++gone;
+        if (v.cls == LocalClass::kSpin) ++spinning;
         if (v.lost && std::find(e.culprits.begin(), e.culprits.end(), k) != e.culprits.end()) {
           lost.push_back(k);
         }
@@ -101,8 +143,9 @@ bool HangTracker::Confirm(int64_t now_ms, std::span<const GpuView> views,
     }
   }
   const double spin_s = static_cast<double>(e.detected_at_ms - e.start_ms) / 1000.0;
-  auto reasons = HangReasons(c.evidence, e.gpus.size(), gone, e.culprits, spin_s,
-                             options_.thresholds, host_names_, lost);
+  auto reasons = HangReasons(
+      c.evidence, e.gpus.size(), gone, e.culprits, spin_s, options_.thresholds, host_names_, lost,
+      c.kind, c.kind == HangKind::kSpin ? std::numeric_limits<size_t>::max() : spinning);
   e.reasons.insert(e.reasons.end(), reasons.begin(), reasons.end());
   e.reasons.insert(e.reasons.end(), extra_reasons.begin(), extra_reasons.end());
   return true;
@@ -110,6 +153,7 @@ bool HangTracker::Confirm(int64_t now_ms, std::span<const GpuView> views,
 
 bool HangTracker::Dismiss() {
   if (!candidate_ || candidate_->confirmed) return false;
+  dismissed_at_ms_ = std::max(candidate_->start_ms, last_update_ms_);
   candidate_.reset();
   return true;
 }
@@ -144,8 +188,8 @@ HangUpdate HangTracker::Interrupt(int64_t at_ms) {
 
 std::optional<HangCandidate> HangTracker::candidate() const {
   if (!candidate_ || candidate_->confirmed) return std::nullopt;
-  return HangCandidate{candidate_->start_ms, candidate_->episode.gpus,
-                       candidate_->episode.culprits};
+  return HangCandidate{candidate_->start_ms, candidate_->episode.gpus, candidate_->episode.culprits,
+                       needs_probe_};
 }
 
 const HangEpisode* HangTracker::active() const {
@@ -153,8 +197,12 @@ const HangEpisode* HangTracker::active() const {
 }
 
 std::optional<int64_t> HangTracker::held_from_ms() const {
-  if (!candidate_ || candidate_->confirmed) return std::nullopt;
-  return candidate_->start_ms;
+  std::optional<int64_t> from;
+  if (candidate_ && !candidate_->confirmed) from = candidate_->start_ms;
+  if (checkpoint_wait_since_ms_ != kUnset && (!candidate_ || !candidate_->confirmed)) {
+    from = std::min(from.value_or(checkpoint_wait_since_ms_), checkpoint_wait_since_ms_);
+  }
+  return from;
 }
 
 bool HangTracker::InActiveHang(GpuKey key) const {
@@ -165,26 +213,23 @@ bool HangTracker::InActiveHang(GpuKey key) const {
 CheckpointTracker::CheckpointTracker(const TriageOptions& options)
     : merge_ms_(ToMs(options.checkpoint_merge_s)) {}
 
-void CheckpointTracker::Update(JobMode mode, bool trained, std::span<const GpuView> views,
-                               int64_t now_ms) {
-  const bool in_ckpt = mode == JobMode::kCheckpointWait || (mode == JobMode::kAllQuiet && trained);
-  if (in_ckpt) {
+void CheckpointTracker::Update(JobMode mode, std::span<const GpuView> views, int64_t now_ms) {
+  if (mode == JobMode::kCheckpointWait) {
     if (!open_) {
       if (!checkpoints_.empty() && now_ms - checkpoints_.back().end_ms <= merge_ms_) {
         open_ = checkpoints_.back();
         checkpoints_.pop_back();
       } else {
-        open_ = CheckpointEpisode{now_ms, now_ms, mode == JobMode::kAllQuiet, {}};
+        open_ = CheckpointEpisode{now_ms, now_ms, false, {}};
       }
     }
     open_->end_ms = now_ms;
-    if (mode == JobMode::kCheckpointWait && open_->all_ranks) {
+    if (open_->all_ranks) {
       // Quiet while every rank was quiet says nothing about who saved: the writers are the ranks
       // quiet while the others waited (the ckpt1 trace: GPU0 saved, GPU1-7 spun in a barrier).
       open_->all_ranks = false;
       open_->writers.clear();
     }
-    if (mode == JobMode::kAllQuiet && !open_->all_ranks) return;
     for (const GpuView& v : views) {
       if (v.in_job && v.cls == LocalClass::kLow && v.cur_ms == now_ms &&
           std::find(open_->writers.begin(), open_->writers.end(), v.key) == open_->writers.end()) {
@@ -197,6 +242,96 @@ void CheckpointTracker::Update(JobMode mode, bool trained, std::span<const GpuVi
       open_.reset();
     }
   }
+}
+
+void CheckpointTracker::AddAllRanks(const QuietUpdate& q) {
+  CheckpointEpisode* prev =
+      open_ ? &*open_ : (checkpoints_.empty() ? nullptr : &checkpoints_.back());
+  if (prev && q.start_ms - prev->end_ms <= merge_ms_) {
+    // Part of the same checkpoint (a rank's copy kernels broke the quiet for a moment).
+    prev->end_ms = std::max(prev->end_ms, q.end_ms);
+    if (prev->all_ranks) {
+      for (GpuKey k : q.writers) {
+        if (std::find(prev->writers.begin(), prev->writers.end(), k) == prev->writers.end()) {
+          prev->writers.push_back(k);
+        }
+      }
+    }
+    return;
+  }
+  if (open_) {
+    checkpoints_.push_back(*open_);
+    open_.reset();
+  }
+  checkpoints_.push_back(CheckpointEpisode{q.start_ms, q.end_ms, true, q.writers});
+}
+
+void CheckpointTracker::TruncateAt(int64_t at_ms) {
+  if (open_) {
+    checkpoints_.push_back(*open_);
+    open_.reset();
+  }
+  while (!checkpoints_.empty() && checkpoints_.back().start_ms >= at_ms) checkpoints_.pop_back();
+  if (!checkpoints_.empty() && checkpoints_.back().end_ms > at_ms) {
+    checkpoints_.back().end_ms = at_ms;
+  }
+}
+
+QuietTracker::QuietTracker(const TriageOptions& options)
+    : resume_ms_(ToMs(options.checkpoint_merge_s)) {}
+
+QuietUpdate QuietTracker::Update(JobMode mode, bool quiet, std::span<const GpuView> views,
+                                 int64_t now_ms) {
+  QuietUpdate out;
+  if (quiet) {
+    if (!open_) {
+      open_.emplace();
+      open_->start_ms = now_ms;
+    }
+    // Work that did not last was a saver's copy kernels, or a moment of teardown: the same quiet.
+    resumed_since_ms_ = kUnset;
+    open_->end_ms = std::max(open_->end_ms, now_ms);
+    for (const GpuView& v : views) {
+      if (v.in_job && v.cls == LocalClass::kLow && v.cur_ms == now_ms &&
+          std::find(open_->writers.begin(), open_->writers.end(), v.key) == open_->writers.end()) {
+        open_->writers.push_back(v.key);
+      }
+    }
+    return out;
+  }
+  if (!open_) return out;
+  const bool training = mode == JobMode::kWorking || mode == JobMode::kStragglerWait ||
+                        mode == JobMode::kCheckpointWait;
+  if (training) {
+    // Training resumed (or peers wait on a saver) and keeps going: the quiet was a checkpoint
+    // between two stretches of training.
+    if (resumed_since_ms_ == kUnset) resumed_since_ms_ = now_ms;
+    if (now_ms - resumed_since_ms_ < resume_ms_) return out;
+    out = *open_;
+    out.resolved = true;
+    out.checkpoint = true;
+  } else if (mode == JobMode::kHangCandidate) {
+    return out;  // ranks spinning say nothing yet; what follows decides
+  } else {
+    // The processes are gone, or nothing shows memory held any more: idle.
+    out = *open_;
+    out.resolved = true;
+    out.checkpoint = false;
+  }
+  open_.reset();
+  resumed_since_ms_ = kUnset;
+  return out;
+}
+
+QuietUpdate QuietTracker::End() {
+  QuietUpdate out;
+  if (!open_) return out;
+  out = *open_;
+  out.resolved = true;
+  out.checkpoint = false;
+  open_.reset();
+  resumed_since_ms_ = kUnset;
+  return out;
 }
 
 void CheckpointTracker::Finish() {

@@ -3,7 +3,12 @@
 //   HangTracker        spin with nobody working -> a hang candidate -> confirmed after
 //                      hang_confirm_s (or by the caller), ended after debounce_s of anything else;
 //                      peers waiting on quiet ranks longer than max_checkpoint_s count as well.
-//   CheckpointTracker  ranks waiting on savers, or every rank quiet after training.
+//                      So do every rank quiet holding memory for that long (a stall off the
+//                      GPU) and, for a caller with progress probes, a one-GPU spin or an
+//                      all-quiet stretch (candidates only the probes can confirm).
+//   QuietTracker       every rank quiet holding memory after training: pending until training
+//                      resumes (a checkpoint) or the processes exit or the log ends (idle).
+//   CheckpointTracker  ranks waiting on savers, and the quiet stretches QuietTracker resolved.
 //   JobEndTracker      no process on any GPU for job_end_s: the job is over.
 // They hold no samples and call nobody: the engine relabels held samples and tells observers.
 //
@@ -29,6 +34,17 @@ struct HangCandidate {
   int64_t start_ms = 0;
   std::vector<GpuKey> gpus;
   std::vector<GpuKey> culprits;
+  // Telemetry alone cannot call this one (a single GPU's low-power pegged kernels, every rank
+  // quiet for less than max_checkpoint_s): only process probes seeing nothing move confirm it.
+  bool needs_process_probe = false;
+};
+
+// What the job looks like beyond its mode, for the hang tracker.
+struct HangContext {
+  // Every rank quiet holding memory after training since then (QuietTracker); INT64_MIN: not.
+  int64_t quiet_since_ms = std::numeric_limits<int64_t>::min();
+  bool one_gpu = false;           // the job is a single GPU: spin alone is no hang
+  bool one_gpu_spinning = false;  // ... and it reads pegged at low power, sustained
 };
 
 struct HangEpisode {
@@ -65,7 +81,8 @@ class HangTracker {
   // Host names by GpuKey::host, for the reasons given in words.
   void SetHostNames(std::vector<std::string> hosts) { host_names_ = std::move(hosts); }
   // One job evaluation at now_ms (views: every GPU, in a fixed order).
-  HangUpdate Update(JobMode mode, std::span<const GpuView> views, int64_t now_ms);
+  HangUpdate Update(JobMode mode, std::span<const GpuView> views, int64_t now_ms,
+                    const HangContext& context = {});
   // Confirms the open candidate at now_ms with `extra_reasons` after the telemetry's own.
   // False (nothing done) without an unconfirmed candidate.
   bool Confirm(int64_t now_ms, std::span<const GpuView> views,
@@ -81,7 +98,8 @@ class HangTracker {
 
   std::optional<HangCandidate> candidate() const;
   const HangEpisode* active() const;  // the confirmed hang in progress, if any
-  // Samples from this time on may still become `hang` (an unconfirmed candidate is open).
+  // Samples from this time on may still become `hang` (an unconfirmed candidate is open, or
+  // peers wait on quiet ranks: past max_checkpoint_s the wait is a hang from its start).
   std::optional<int64_t> held_from_ms() const;
   bool InActiveHang(GpuKey key) const;
   const std::vector<HangEpisode>& episodes() const { return episodes_; }
@@ -94,23 +112,61 @@ class HangTracker {
     bool confirmed = false;
     HangEpisode episode;
     HangEvidence evidence;
+    HangKind kind = HangKind::kSpin;
   };
 
   TriageOptions options_;
   std::optional<Candidate> candidate_;
+  bool needs_probe_ = false;  // the open candidate's; see HangCandidate
   int64_t checkpoint_wait_since_ms_ = std::numeric_limits<int64_t>::min();
+  // A caller's probes dismissed a candidate then: a new one starts no earlier (a backdated one
+  // would be dismissed again by the same progress, forever).
+  int64_t dismissed_at_ms_ = std::numeric_limits<int64_t>::min();
+  int64_t last_update_ms_ = std::numeric_limits<int64_t>::min();
   std::vector<HangEpisode> episodes_;
   std::vector<std::string> notes_;
   std::vector<std::string> host_names_;
+};
+
+// A stretch of every rank quiet holding memory, resolved once it is over.
+struct QuietUpdate {
+  bool resolved = false;
+  bool checkpoint = false;  // training resumed: it was an all-rank checkpoint; else idle
+  int64_t start_ms = 0;
+  int64_t end_ms = 0;  // the last quiet evaluation
+  std::vector<GpuKey> writers;
+};
+
+// "Every rank quiet holding memory" is a checkpoint only between two stretches of training:
+// quiet at the end of a log or before the processes exit is idle. Pending until one of them.
+class QuietTracker {
+ public:
+  explicit QuietTracker(const TriageOptions& options);
+  // quiet: every live rank quiet, memory held, after training, in a job of several GPUs.
+  QuietUpdate Update(JobMode mode, bool quiet, std::span<const GpuView> views, int64_t now_ms);
+  // End of input or a gap: what is pending is idle (nothing shows training resumed).
+  QuietUpdate End();
+  std::optional<int64_t> since_ms() const {
+    return open_ ? std::optional<int64_t>(open_->start_ms) : std::nullopt;
+  }
+
+ private:
+  int64_t resume_ms_;  // training must go on this long after the quiet (checkpoint_merge_s)
+  std::optional<QuietUpdate> open_;
+  int64_t resumed_since_ms_ = std::numeric_limits<int64_t>::min();
 };
 
 class CheckpointTracker {
  public:
   explicit CheckpointTracker(const TriageOptions& options);
 
-  // One job evaluation at now_ms. trained: the job computed before (a quiet period after
-  // training is a checkpoint, before it start-up).
-  void Update(JobMode mode, bool trained, std::span<const GpuView> views, int64_t now_ms);
+  // One job evaluation at now_ms: peers waiting on quiet ranks (kCheckpointWait).
+  void Update(JobMode mode, std::span<const GpuView> views, int64_t now_ms);
+  // A quiet stretch QuietTracker resolved as a checkpoint of every rank.
+  void AddAllRanks(const QuietUpdate& quiet);
+  // A hang was confirmed from at_ms on (a wait that outlasted any checkpoint): what was counted
+  // as a checkpoint from then on was the hang.
+  void TruncateAt(int64_t at_ms);
   // End of input: the open checkpoint, if any, is closed where it is.
   void Finish();
   const std::vector<CheckpointEpisode>& episodes() const { return checkpoints_; }

@@ -1,6 +1,9 @@
 #include "triage/evidence.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
+#include <map>
 
 namespace ww::triage {
 
@@ -25,6 +28,9 @@ GpuEvidence DescribeEvidence(const SignalCounts& s, int64_t samples, const Triag
   if (memory) e.signals.push_back("memory");
   if (used(s.memory_utilization)) e.signals.push_back("memory_utilization");
   if (activity) e.signals.push_back("activity");
+  if (!memory) e.missing.push_back("memory.used");
+  if (!power) e.missing.push_back("power.draw");
+  if (!util) e.missing.push_back("utilization.gpu");
   // Only the states that still get samples matter; a GPU lost for its whole log tells nothing.
   if (static_cast<double>(s.lost) >= static_cast<double>(samples)) return e;
 
@@ -53,6 +59,64 @@ GpuEvidence DescribeEvidence(const SignalCounts& s, int64_t samples, const Triag
          false});
   }
   return e;
+}
+
+namespace {
+
+// What a missing field costs the verdicts, in words (what the engine does without it).
+std::string Consequence(const std::string& field, bool activity) {
+  if (field == "memory.used") {
+    return "no memory.used: idle and checkpoint told apart by power only (quiet ranks are a "
+           "checkpoint only while peers wait on them; a process exit is not seen)";
+  }
+  if (field == "power.draw") {
+    return activity ? "no power.draw: spin and compute told apart by activity counters"
+                    : "no power.draw: spin and compute not told apart (a rank waiting in a "
+                      "collective reads as compute: no hang, checkpoint wait or communication "
+                      "can be seen)";
+  }
+  return "no utilization.gpu: kernels seen from power only (a spin reads as no kernels)";
+}
+
+}  // namespace
+
+std::vector<std::string> HostEvidenceLines(const std::vector<GpuKey>& keys,
+                                           const std::vector<GpuEvidence>& evidence,
+                                           const std::vector<std::string>& host_names) {
+  std::map<uint16_t, int> gpus_on_host;
+  for (GpuKey k : keys) ++gpus_on_host[k.host];
+  // host -> field -> the GPUs lacking it; and whether they have activity counters
+  std::map<uint16_t, std::map<std::string, std::vector<GpuKey>>> lacking;
+  std::map<uint16_t, bool> activity;
+  for (size_t i = 0; i < keys.size() && i < evidence.size(); ++i) {
+    const GpuEvidence& e = evidence[i];
+    if (e.signals.empty()) continue;  // no sample, or lost all along: nothing to say
+    for (const std::string& f : e.missing) lacking[keys[i].host][f].push_back(keys[i]);
+    if (std::find(e.signals.begin(), e.signals.end(), "activity") != e.signals.end()) {
+      activity[keys[i].host] = true;
+    }
+  }
+  std::vector<std::string> out;
+  for (const auto& [host, fields] : lacking) {
+    const std::string name =
+        host < host_names.size() ? host_names[host] : fmt::format("host{}", host);
+    std::string line = name + ":";
+    bool first = true;
+    for (const char* f : {"memory.used", "power.draw", "utilization.gpu"}) {
+      auto it = fields.find(f);
+      if (it == fields.end()) continue;
+      std::string which;
+      if (static_cast<int>(it->second.size()) < gpus_on_host[host]) {
+        for (GpuKey k : it->second)
+          which += fmt::format("{}GPU{}", which.empty() ? "" : ",", k.gpu);
+        which = " (" + which + ")";
+      }
+      line += (first ? " " : "; ") + Consequence(f, activity[host]) + which;
+      first = false;
+    }
+    out.push_back(std::move(line));
+  }
+  return out;
 }
 
 }  // namespace ww::triage

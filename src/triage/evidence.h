@@ -28,11 +28,21 @@ struct GpuEvidence {
   // their JSON names: power, utilization, memory, memory_utilization, activity.
   std::vector<std::string> signals;
   std::vector<Indistinct> cannot_tell_apart;
+  // The fields a verdict would have used but the log lacks, by their nvidia-smi names
+  // (memory.used, power.draw, utilization.gpu), in that order.
+  std::vector<std::string> missing;
   // True when `state` is in one of the sets: its seconds are a guess.
   bool Undetermined(GpuState state) const;
 };
 
 GpuEvidence DescribeEvidence(const SignalCounts& signals, int64_t samples,
                              const TriageOptions& options);
+
+// One line per host whose GPUs lack a field, for the text summary: "node0: no memory.used: idle
+// and checkpoint told apart by power only". GPUs are named when only some of the host's lack it.
+// keys and evidence are parallel; host_names by GpuKey::host.
+std::vector<std::string> HostEvidenceLines(const std::vector<GpuKey>& keys,
+                                           const std::vector<GpuEvidence>& evidence,
+                                           const std::vector<std::string>& host_names);
 
 }  // namespace ww::triage

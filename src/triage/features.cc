@@ -57,6 +57,9 @@ bool GpuWindows::Add(const GpuSample& s) {
   // A burst or a gap counts once it lasts a few hundred ms: a lone 100 ms blip (a saving rank's
   // copy kernel) is not a burst.
   p.transition = false;
+  // No process: the next one's first burst is its start, not a change from what the previous
+  // process did (a trial that exits and a relaunch would otherwise read as bursts and gaps).
+  if (p.cls == LocalClass::kGone) settled_busy_.reset();
   const bool busy = IsBusyLike(p.cls);
   if (busy || p.cls == LocalClass::kLow) {
     // 1e-3: before the second sample there is no spacing yet; any run then counts at once.

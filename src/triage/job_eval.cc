@@ -40,7 +40,8 @@ bool IsActiveInJob(const GpuView& v, int64_t now_ms, const TriageOptions& option
   return static_cast<double>(now_ms - v.cur_ms) / 1000.0 <= stale_s;
 }
 
-JobCounts CountJob(std::span<const GpuView> views, int64_t now_ms, const TriageOptions& options) {
+JobCounts CountJob(std::span<const GpuView> views, int64_t now_ms, const TriageOptions& options,
+                   bool one_gpu) {
   JobCounts c;
   for (const GpuView& v : views) {
     if (!IsActiveInJob(v, now_ms, options)) continue;
@@ -48,7 +49,7 @@ JobCounts CountJob(std::span<const GpuView> views, int64_t now_ms, const TriageO
     if (v.cls == LocalClass::kGone) {
       ++c.gone;
     } else if (v.cls == LocalClass::kSpin) {
-      if (!v.sustained_spin) {
+      if (!v.sustained_spin || one_gpu) {
         ++c.busy;
       } else {
         ++c.spin;
@@ -64,6 +65,17 @@ JobCounts CountJob(std::span<const GpuView> views, int64_t now_ms, const TriageO
     }
   }
   return c;
+}
+
+bool LiveRanksHoldMemory(std::span<const GpuView> views, int64_t now_ms,
+                         const TriageOptions& options) {
+  bool any = false;
+  for (const GpuView& v : views) {
+    if (!IsActiveInJob(v, now_ms, options) || v.cls == LocalClass::kGone) continue;
+    if (v.proc != ProcState::kLoaded) return false;
+    any = true;
+  }
+  return any;
 }
 
 HangMembers ChooseHangMembers(std::span<const GpuView> views, JobMode mode, int64_t now_ms,
@@ -124,13 +136,15 @@ std::vector<std::string> HangReasons(const HangEvidence& c, size_t gpus, size_t 
                                      const std::vector<GpuKey>& culprits, double spin_s,
                                      const Thresholds& thresholds,
                                      const std::vector<std::string>& host_names,
-                                     const std::vector<GpuKey>& lost) {
+                                     const std::vector<GpuKey>& lost, HangKind kind,
+                                     size_t spinning) {
   std::vector<std::string> out;
-  if (c.spin_samples > 0) {
+  if (spinning == std::numeric_limits<size_t>::max()) spinning = gpus - gone;
+  if (c.spin_samples > 0 && spinning > 0) {
     out.push_back(
         fmt::format("{} of {} GPUs at >= {:.0f} % utilization but {:.2f} of their power range "
                     "({:.0f}-{:.0f} W), flat for {:.0f} s: spinning in a collective, not computing",
-                    gpus - gone, gpus, thresholds.spin_util_pct,
+                    spinning, gpus, thresholds.spin_util_pct,
                     c.spin_frac_sum / static_cast<double>(c.spin_samples), c.spin_power_min_w,
                     c.spin_power_max_w, spin_s));
   }
@@ -154,6 +168,15 @@ std::vector<std::string> HangReasons(const HangEvidence& c, size_t gpus, size_t 
         fmt::format("process gone on {} (memory released) while its peers wait for it", names));
   } else if (gone > 0) {
     // Every gone rank is a lost GPU: said above.
+  } else if (kind == HangKind::kPartial && !culprits.empty()) {
+    out.push_back(fmt::format(
+        "{} hold memory without kernels while the others wait for them: the stuck ranks (one "
+        "pipeline stage or communicator)",
+        names));
+  } else if (kind == HangKind::kOffGpu) {
+    out.push_back(
+        "no rank on the GPU stands out: look at the processes (py-spy dump, the data loader "
+        "workers, the filesystem they read)");
   } else if (!culprits.empty()) {
     out.push_back(fmt::format(
         "{} kept computing after the others were already waiting, then entered a collective "
@@ -167,11 +190,28 @@ std::vector<std::string> HangReasons(const HangEvidence& c, size_t gpus, size_t 
   return out;
 }
 
-std::string OverlongCheckpointReason(double waited_s) {
+std::string OverlongCheckpointReason(double waited_s, double max_checkpoint_s, size_t spinning,
+                                     size_t quiet) {
+  const std::string who = spinning > 0
+                              ? fmt::format("{} rank{} spun", spinning, spinning == 1 ? "" : "s")
+                              : "peers spun";
+  const std::string on = quiet > 0 ? fmt::format("{} rank{} that hold{}", quiet,
+                                                 quiet == 1 ? "" : "s", quiet == 1 ? "s" : "")
+                                   : "ranks that hold";
+  const std::string limit = max_checkpoint_s > 0 ? fmt::format(" {:.0f} s", max_checkpoint_s) : "";
   return fmt::format(
-      "peers spun for {:.0f} s on ranks that hold memory without kernels; no checkpoint "
-      "takes that long (--max-checkpoint-s)",
-      waited_s);
+      "{} for {:.0f} s on {} memory without kernels, nobody computing: a partial hang (one "
+      "pipeline stage or communicator stuck), not a checkpoint: none takes longer than{} "
+      "(--max-checkpoint-s)",
+      who, waited_s, on, limit);
+}
+
+std::string OffGpuStallReason(double quiet_s, double max_checkpoint_s, size_t gpus) {
+  return fmt::format(
+      "all {} GPUs held their memory with no kernels for {:.0f} s after training, processes "
+      "alive: a stall off the GPU (a data loader deadlock, a filesystem that stopped "
+      "answering), not a checkpoint: none takes longer than {:.0f} s (--max-checkpoint-s)",
+      gpus, quiet_s, max_checkpoint_s);
 }
 
 }  // namespace ww::triage

@@ -45,8 +45,16 @@ void ApplySample(const SampleFeatures& f, GpuView* view);
 bool IsActiveInJob(const GpuView& v, int64_t now_ms, const TriageOptions& options);
 
 // The job's counts at now_ms over the active GPUs. A spin that is not sustained counts as busy:
-// a wait shorter than min_spin_s is an ordinary collective, not ranks stuck waiting.
-JobCounts CountJob(std::span<const GpuView> views, int64_t now_ms, const TriageOptions& options);
+// a wait shorter than min_spin_s is an ordinary collective, not ranks stuck waiting. one_gpu: the
+// job is a single GPU (no peer to wait on), so every spin counts as busy: small kernels.
+JobCounts CountJob(std::span<const GpuView> views, int64_t now_ms, const TriageOptions& options,
+                   bool one_gpu = false);
+
+// Every live active GPU of the job shows its memory held (memory.used logged, a model loaded):
+// the only evidence that quiet ranks keep their model rather than having gone. False without a
+// live GPU, or when any of them has no memory reading.
+bool LiveRanksHoldMemory(std::span<const GpuView> views, int64_t now_ms,
+                         const TriageOptions& options);
 
 // Who a hang candidate that starts at now_ms covers, and whom it blames.
 struct HangMembers {
@@ -71,6 +79,13 @@ struct HangEvidence {
   void Add(const GpuView& spinning_gpu);  // a GPU spinning at this evaluation
 };
 
+// What kind of stuck a hang is, for its reasons.
+enum class HangKind : uint8_t {
+  kSpin,     // every rank spins or is gone
+  kPartial,  // some ranks spin on quiet ranks for longer than any checkpoint: the quiet ones stuck
+  kOffGpu,   // every rank quiet holding memory for longer than any checkpoint
+};
+
 // The reasons of a hang confirmed after spin_s of spin over `gpus` GPUs: what the spinning GPUs
 // read, and who is to blame. gone: how many of them have no process any more (lost GPUs
 // included); lost: the culprits the driver reported lost (fell off the bus); host_names by
@@ -79,10 +94,18 @@ std::vector<std::string> HangReasons(const HangEvidence& evidence, size_t gpus, 
                                      const std::vector<GpuKey>& culprits, double spin_s,
                                      const Thresholds& thresholds,
                                      const std::vector<std::string>& host_names,
-                                     const std::vector<GpuKey>& lost = {});
+                                     const std::vector<GpuKey>& lost = {},
+                                     HangKind kind = HangKind::kSpin,
+                                     size_t spinning = std::numeric_limits<size_t>::max());
 
-// The reason of a hang called because peers waited on quiet ranks for waited_s.
-std::string OverlongCheckpointReason(double waited_s);
+// The reason of a hang called because peers waited on quiet ranks for waited_s (a partial hang:
+// `spinning` ranks wait, `quiet` ranks hold memory without kernels).
+std::string OverlongCheckpointReason(double waited_s, double max_checkpoint_s = 0,
+                                     size_t spinning = 0, size_t quiet = 0);
+
+// The reason of a hang called because every rank held memory without kernels after training for
+// quiet_s with its process alive: a stall off the GPU.
+std::string OffGpuStallReason(double quiet_s, double max_checkpoint_s, size_t gpus);
 
 // "node0/GPU3", or "host0/GPU3" for a host without a name.
 std::string GpuName(GpuKey key, const std::vector<std::string>& host_names);

@@ -20,9 +20,13 @@ struct TriageOptions {
   // No GPU of the job sampled for longer than this (or stale_intervals of the sample spacing):
   // a gap in the input. Open episodes end where it starts; nothing is counted across it.
   double job_gap_s = 30;
-  double stale_s = 5;              // a GPU silent this long is left out of job decisions
-  double max_checkpoint_s = 1800;  // peers spinning on a quiet rank longer than this: a hang
-  double culprit_margin_s = 1.5;   // ranks that started spinning this close to the last one
+  double stale_s = 5;  // a GPU silent this long is left out of job decisions
+  // No checkpoint takes longer than this: peers spinning on quiet ranks (a partial hang: one
+  // pipeline stage or communicator stuck) or every rank quiet holding memory after training (a
+  // stall off the GPU: a data loader deadlock, a hung filesystem) for longer is a hang, labelled
+  // from the moment the wait began (samples are held back that long to allow it).
+  double max_checkpoint_s = 1800;
+  double culprit_margin_s = 1.5;  // ranks that started spinning this close to the last one
   // Utilization is averaged over +-this around a sample to tell "no kernels" from "some": a saving
   // rank's copy kernels make single 100 ms readings of 10-30 %, which alone would read as work.
   double util_smoothing_half_s = 0.5;
@@ -60,6 +64,16 @@ struct TriageOptions {
   double skew_agree_s = 1.0;
   int min_skew_matches = 2;
   double skew_warn_s = 2.0;
+  // Every rank quiet holding memory counts as a checkpoint only after this many GPU-seconds of
+  // training: a moment of kernels while weights load, then quiet, is start-up (the real H100
+  // traces: a 2.7 s quiet stretch after load-time copies, before the first step).
+  double min_training_before_quiet_s = 10;
+  // Ranks in the whole job; 0 (or fewer than the GPUs the input shows holding the job): those.
+  // A job of one GPU has no peer to wait on: no `communication`, and its pegged low-power stretches
+  // (small kernels keep utilization pegged at low power too) are no hang on telemetry alone. A log
+  // of one node of a larger job says so with world_size above its GPU count: its ranks then wait on
+  // peers the log does not show, and one GPU of a 16-rank job spinning is a collective again.
+  int world_size = 0;
   // false: the engine never confirms a hang by itself; the caller (the live watcher, which also
   // has progress probes) calls ConfirmHangCandidate or DismissHangCandidate.
   bool auto_confirm = true;

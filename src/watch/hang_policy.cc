@@ -21,7 +21,8 @@ const char* HangVerdictName(HangVerdict v) {
 }
 
 HangDecision DecideHang(int64_t now_ms, std::optional<int64_t> candidate_start_ms,
-                        const std::vector<ProbeState>& probes, const HangPolicyOptions& options) {
+                        const std::vector<ProbeState>& probes, const HangPolicyOptions& options,
+                        bool needs_process_probe) {
   HangDecision d;
   if (!candidate_start_ms) return d;
   for (const ProbeState& p : probes) {
@@ -47,6 +48,14 @@ HangDecision DecideHang(int64_t now_ms, std::optional<int64_t> candidate_start_m
   }
   d.quiet_s = static_cast<double>(now_ms - *candidate_start_ms) / 1000.0;
   d.needed_s = process_watched ? options.confirm_proc_s : options.confirm_s;
+  if (needs_process_probe && !process_watched) {
+    d.verdict = HangVerdict::kWaiting;
+    d.reasons.push_back(
+        "the GPUs alone cannot tell this from work (one GPU's small kernels, or every rank "
+        "quiet for less than --max-checkpoint-s): waiting for a process probe to show nothing "
+        "moving");
+    return d;
+  }
   double unknown_s = 0;
   if (!unknown_peers.empty()) {
     // The local processes cannot see a remote checkpoint: that is what the peer is for.
@@ -65,6 +74,12 @@ HangDecision DecideHang(int64_t now_ms, std::optional<int64_t> candidate_start_m
     return d;
   }
   d.verdict = HangVerdict::kConfirm;
+  if (needs_process_probe) {
+    d.reasons.push_back(fmt::format(
+        "no kernels that move anything, no I/O, no log lines: the job's processes showed no "
+        "progress for {:.0f} s",
+        d.quiet_s));
+  }
   for (const ProbeState& p : probes) {
     if (!p.available && p.sees_other_hosts) {
       const int64_t since = p.unavailable_since_ms == INT64_MIN ? now_ms : p.unavailable_since_ms;

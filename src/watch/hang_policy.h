@@ -48,8 +48,12 @@ struct HangDecision {
   std::vector<std::string> reasons;
 };
 
+// needs_process_probe: telemetry alone cannot call this candidate (a job of one GPU pegged at low
+// power, every rank quiet holding memory for less than --max-checkpoint-s): it is confirmed only
+// by a process probe that is read and sees nothing move for confirm_proc_s; without one it waits.
 HangDecision DecideHang(int64_t now_ms, std::optional<int64_t> candidate_start_ms,
-                        const std::vector<ProbeState>& probes, const HangPolicyOptions& options);
+                        const std::vector<ProbeState>& probes, const HangPolicyOptions& options,
+                        bool needs_process_probe = false);
 
 const char* HangVerdictName(HangVerdict v);
 

@@ -204,12 +204,14 @@ TEST(CliHardeningCheckpoints, TheRealTraceSaysWhoSavedAndWhoWaited) {
 }
 
 TEST(CliHardeningCheckpoints, ZeroSecondCheckpointsAreNotListed) {
-  // ckpt500 has a 1 ms all-quiet blip at 01:59:34.586 that was listed as "(0.0 s)".
+  // ckpt500 has a 1 ms all-quiet blip at 01:59:34.586 that was listed as "(0.0 s)". The three
+  // rank-0 saves are its checkpoints; the all-quiet moments at start-up (before 10 s of training),
+  // at the rank-0 exit (01:55:09: the processes left) and at the relaunch's load are not.
   const std::string trace = SharedDir() + "/traces/real/grantwilkins_training_profile_ckpt500.csv";
   WW_REQUIRE_SHARED_FILE(trace);
   const CommandResult r = RunWattwatch("triage --color never " + trace);
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_THAT(r.output, HasSubstr("\nCheckpoints: 6 (46.6 s in all)\n"));
+  EXPECT_THAT(r.output, HasSubstr("\nCheckpoints: 3 (43.3 s in all)\n"));
   EXPECT_THAT(r.output, Not(HasSubstr("(0.0 s)")));
 }
 

@@ -12,6 +12,7 @@
 namespace ww::triage {
 namespace {
 
+using ::testing::Contains;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using L = LocalClass;
@@ -159,13 +160,83 @@ TEST(HangTrackerTest, OverlongCheckpointWaitIsAHangBlamingTheSaver) {
   };
   for (int64_t t = 0; t < 10'000; t += 1000) h.Update(M::kCheckpointWait, views(t), t);
   EXPECT_FALSE(h.candidate()) << "a checkpoint shorter than max_checkpoint_s is a checkpoint";
+  EXPECT_EQ(h.held_from_ms(), 0) << "the wait may still turn out a hang from its start";
   h.Update(M::kCheckpointWait, views(10'000), 10'000);
-  ASSERT_TRUE(h.candidate());
-  EXPECT_EQ(h.candidate()->start_ms, 10'000);
-  EXPECT_THAT(h.candidate()->culprits, ElementsAre(GpuKey{0, 0}));
-  for (int64_t t = 11'000; t <= 15'000; t += 1000) h.Update(M::kCheckpointWait, views(t), t);
+  // Past max_checkpoint_s the wait was a hang from its start, and hang_confirm_s of it is over.
   ASSERT_NE(h.active(), nullptr);
-  EXPECT_THAT(h.active()->reasons.front(), HasSubstr("peers spun for 10 s on ranks that hold"));
+  EXPECT_EQ(h.active()->start_ms, 0);
+  EXPECT_EQ(h.active()->detected_at_ms, 10'000);
+  EXPECT_THAT(h.active()->culprits, ElementsAre(GpuKey{0, 0}));
+  EXPECT_THAT(h.active()->reasons.front(),
+              HasSubstr("2 ranks spun for 10 s on 1 rank that holds memory without kernels"));
+  EXPECT_THAT(h.active()->reasons, Contains(HasSubstr("GPU0 hold memory without kernels while "
+                                                      "the others wait for them")));
+  EXPECT_THAT(h.active()->reasons, Contains(HasSubstr("2 of 3 GPUs at >= 90 % utilization")));
+}
+
+// ---- Stalls off the GPU, one-GPU jobs, candidates only probes can confirm ----
+
+HangContext QuietSince(int64_t since_ms) {
+  HangContext c;
+  c.quiet_since_ms = since_ms;
+  return c;
+}
+
+std::vector<GpuView> QuietViews(int64_t t) { return {V(0, L::kLow, t), V(1, L::kLow, t)}; }
+
+TEST(HangTrackerTest, EveryRankQuietPastMaxCheckpointIsAStallOffTheGpu) {
+  TriageOptions o;
+  o.max_checkpoint_s = 10;
+  o.hang_confirm_s = 5;  // the quiet stretch itself is the confirmation once it is this long
+  HangTracker h(o);
+  for (int64_t t = 0; t < 10'000; t += 1000)
+    h.Update(M::kAllQuiet, QuietViews(t), t, QuietSince(0));
+  EXPECT_FALSE(h.candidate()) << "offline, a quiet stretch shorter than max_checkpoint_s is none";
+  h.Update(M::kAllQuiet, QuietViews(10'000), 10'000, QuietSince(0));
+  ASSERT_NE(h.active(), nullptr);
+  EXPECT_EQ(h.active()->start_ms, 0) << "a hang since the ranks went quiet";
+  EXPECT_TRUE(h.active()->culprits.empty()) << "no rank on the GPU stands out";
+  EXPECT_THAT(h.active()->reasons.front(), HasSubstr("a stall off the GPU"));
+  EXPECT_THAT(h.active()->reasons, Contains(HasSubstr("look at the processes")));
+}
+
+TEST(HangTrackerTest, LiveQuietStretchIsACandidateOnlyProbesConfirm) {
+  TriageOptions o;
+  o.max_checkpoint_s = 100;
+  o.auto_confirm = false;
+  HangTracker h(o);
+  h.Update(M::kAllQuiet, QuietViews(5000), 5000, QuietSince(2000));
+  ASSERT_TRUE(h.candidate());
+  EXPECT_EQ(h.candidate()->start_ms, 2000);
+  EXPECT_TRUE(h.candidate()->needs_process_probe);
+  // A probe saw writes (a checkpoint): dismissed; the next candidate starts no earlier.
+  EXPECT_TRUE(h.Dismiss());
+  h.Update(M::kAllQuiet, QuietViews(6000), 6000, QuietSince(2000));
+  ASSERT_TRUE(h.candidate());
+  EXPECT_EQ(h.candidate()->start_ms, 5000);
+  // Past max_checkpoint_s telemetry alone suffices.
+  h.Update(M::kAllQuiet, QuietViews(102'000), 102'000, QuietSince(2000));
+  ASSERT_TRUE(h.candidate());
+  EXPECT_FALSE(h.candidate()->needs_process_probe);
+}
+
+TEST(HangTrackerTest, OneGpuSpinIsNoHangOnTelemetryAlone) {
+  HangContext one;
+  one.one_gpu = true;
+  one.one_gpu_spinning = true;
+  const std::vector<GpuView> spin = {V(0, L::kSpin, 0)};
+  HangTracker offline({});
+  for (int64_t t = 0; t < 120'000; t += 1000) offline.Update(M::kHangCandidate, spin, t, one);
+  EXPECT_FALSE(offline.candidate());
+  EXPECT_EQ(offline.active(), nullptr) << "small kernels look the same";
+
+  TriageOptions live;
+  live.auto_confirm = false;
+  HangTracker watched(live);
+  for (int64_t t = 0; t < 120'000; t += 1000) watched.Update(M::kWorking, spin, t, one);
+  ASSERT_TRUE(watched.candidate()) << "the watcher's probes may still confirm it";
+  EXPECT_TRUE(watched.candidate()->needs_process_probe);
+  EXPECT_EQ(watched.active(), nullptr);
 }
 
 TEST(HangTrackerTest, CheckpointWaitClockRestartsAfterWork) {
@@ -214,9 +285,9 @@ std::vector<GpuView> Saving(int64_t t) {
 
 TEST(CheckpointTrackerTest, RanksWaitingOnASaverAreOneCheckpoint) {
   CheckpointTracker c({});
-  for (int64_t t = 0; t < 5000; t += 1000) c.Update(M::kWorking, true, Working(t), t);
-  for (int64_t t = 5000; t <= 20'000; t += 1000) c.Update(M::kCheckpointWait, true, Saving(t), t);
-  for (int64_t t = 21'000; t < 30'000; t += 1000) c.Update(M::kWorking, true, Working(t), t);
+  for (int64_t t = 0; t < 5000; t += 1000) c.Update(M::kWorking, Working(t), t);
+  for (int64_t t = 5000; t <= 20'000; t += 1000) c.Update(M::kCheckpointWait, Saving(t), t);
+  for (int64_t t = 21'000; t < 30'000; t += 1000) c.Update(M::kWorking, Working(t), t);
   ASSERT_EQ(c.episodes().size(), 1u);
   EXPECT_EQ(c.episodes()[0].start_ms, 5000);
   EXPECT_EQ(c.episodes()[0].end_ms, 20'000);
@@ -224,29 +295,72 @@ TEST(CheckpointTrackerTest, RanksWaitingOnASaverAreOneCheckpoint) {
   EXPECT_THAT(c.episodes()[0].writers, ElementsAre(GpuKey{0, 0})) << "the quiet rank saves";
 }
 
-TEST(CheckpointTrackerTest, AllQuietIsACheckpointOnlyAfterTraining) {
-  const std::vector<GpuView> quiet = {V(0, L::kLow, 0), V(1, L::kLow, 0)};
-  CheckpointTracker before({});
-  for (int64_t t = 0; t < 10'000; t += 1000) before.Update(M::kAllQuiet, false, quiet, t);
-  before.Finish();
-  EXPECT_TRUE(before.episodes().empty()) << "quiet before the first compute is start-up";
+TEST(QuietTrackerTest, QuietBetweenTwoStretchesOfTrainingIsACheckpoint) {
+  QuietTracker q({});
+  for (int64_t t = 0; t <= 9000; t += 1000) {
+    EXPECT_FALSE(q.Update(M::kAllQuiet, true, QuietViews(t), t).resolved);
+  }
+  EXPECT_EQ(q.since_ms(), 0);
+  EXPECT_FALSE(q.Update(M::kWorking, false, Working(10'000), 10'000).resolved)
+      << "work must last checkpoint_merge_s: a moment of it may be teardown";
+  EXPECT_FALSE(q.Update(M::kHangCandidate, false, Spinning(11'000), 11'000).resolved);
+  const QuietUpdate u = q.Update(M::kWorking, false, Working(13'000), 13'000);
+  ASSERT_TRUE(u.resolved);
+  EXPECT_TRUE(u.checkpoint);
+  EXPECT_EQ(u.start_ms, 0);
+  EXPECT_EQ(u.end_ms, 9000);
+  EXPECT_THAT(u.writers, ElementsAre(GpuKey{0, 0}, GpuKey{0, 1}));
+  EXPECT_FALSE(q.since_ms());
 
-  CheckpointTracker after({});
-  after.Update(M::kAllQuiet, true, quiet, 0);
-  after.Finish();
-  ASSERT_EQ(after.episodes().size(), 1u);
-  EXPECT_TRUE(after.episodes()[0].all_ranks) << "every rank quiet: a sharded save";
+  CheckpointTracker c({});
+  c.AddAllRanks(u);
+  ASSERT_EQ(c.episodes().size(), 1u);
+  EXPECT_TRUE(c.episodes()[0].all_ranks) << "every rank quiet: a sharded save";
+}
+
+TEST(QuietTrackerTest, QuietUntilTheProcessesExitOrTheLogEndsIsIdle) {
+  QuietTracker exit({});
+  exit.Update(M::kAllQuiet, true, QuietViews(0), 0);
+  exit.Update(M::kWorking, false, Working(500), 500);  // the killed job's last 0.3 s of kernels
+  const QuietUpdate gone = exit.Update(M::kNoJob, false, {}, 1000);
+  EXPECT_TRUE(gone.resolved);
+  EXPECT_FALSE(gone.checkpoint);
+
+  QuietTracker end({});
+  end.Update(M::kAllQuiet, true, QuietViews(0), 0);
+  const QuietUpdate u = end.End();
+  EXPECT_TRUE(u.resolved);
+  EXPECT_FALSE(u.checkpoint) << "nothing shows training resumed";
+
+  QuietTracker no_evidence({});  // e.g. no memory.used: nothing to show memory is held
+  EXPECT_FALSE(no_evidence.Update(M::kAllQuiet, false, QuietViews(0), 0).resolved);
+  EXPECT_FALSE(no_evidence.since_ms());
+}
+
+TEST(CheckpointTrackerTest, QuietStretchesCloseTogetherAreOneCheckpoint) {
+  CheckpointTracker c({});
+  const QuietUpdate a{true, true, 0, 5000, {GpuKey{0, 0}}};
+  const QuietUpdate b{true, true, 6000, 9000, {GpuKey{0, 1}}};  // a copy kernel broke the quiet
+  c.AddAllRanks(a);
+  c.AddAllRanks(b);
+  ASSERT_EQ(c.episodes().size(), 1u);
+  EXPECT_EQ(c.episodes()[0].end_ms, 9000);
+  EXPECT_THAT(c.episodes()[0].writers, ElementsAre(GpuKey{0, 0}, GpuKey{0, 1}));
+  c.TruncateAt(7000);  // a hang from 7 s on
+  EXPECT_EQ(c.episodes()[0].end_ms, 7000);
+  c.TruncateAt(0);
+  EXPECT_TRUE(c.episodes().empty());
 }
 
 TEST(CheckpointTrackerTest, OpenCheckpointOutlivesShortBursts) {
   CheckpointTracker c({});
-  c.Update(M::kCheckpointWait, true, Saving(0), 0);
-  c.Update(M::kCheckpointWait, true, Saving(1000), 1000);
-  c.Update(M::kWorking, true, Working(2000), 2000);  // a burst of the saver's copy kernels
-  c.Update(M::kWorking, true, Working(4000), 4000);  // 3 s after the last evidence: still open
-  c.Update(M::kCheckpointWait, true, Saving(4500), 4500);
-  c.Update(M::kWorking, true, Working(7600), 7600);  // 3.1 s after: closed
-  c.Update(M::kCheckpointWait, true, Saving(9000), 9000);
+  c.Update(M::kCheckpointWait, Saving(0), 0);
+  c.Update(M::kCheckpointWait, Saving(1000), 1000);
+  c.Update(M::kWorking, Working(2000), 2000);  // a burst of the saver's copy kernels
+  c.Update(M::kWorking, Working(4000), 4000);  // 3 s after the last evidence: still open
+  c.Update(M::kCheckpointWait, Saving(4500), 4500);
+  c.Update(M::kWorking, Working(7600), 7600);  // 3.1 s after: closed
+  c.Update(M::kCheckpointWait, Saving(9000), 9000);
   c.Finish();
   ASSERT_EQ(c.episodes().size(), 2u);
   EXPECT_EQ(c.episodes()[0].start_ms, 0);
@@ -258,10 +372,10 @@ TEST(CheckpointTrackerTest, ClosedCheckpointReopensForAnEarlierSampleOfAnotherGp
   // Evaluations follow each GPU's classified samples, so time can step back a little between
   // GPUs: a checkpoint closed at one GPU's 4.1 s resumes with another's 3.9 s sample.
   CheckpointTracker c({});
-  c.Update(M::kCheckpointWait, true, Saving(0), 0);
-  c.Update(M::kCheckpointWait, true, Saving(1000), 1000);
-  c.Update(M::kWorking, true, Working(4100), 4100);
-  c.Update(M::kCheckpointWait, true, Saving(3900), 3900);
+  c.Update(M::kCheckpointWait, Saving(0), 0);
+  c.Update(M::kCheckpointWait, Saving(1000), 1000);
+  c.Update(M::kWorking, Working(4100), 4100);
+  c.Update(M::kCheckpointWait, Saving(3900), 3900);
   c.Finish();
   ASSERT_EQ(c.episodes().size(), 1u) << "within checkpoint_merge_s of its end: the same one";
   EXPECT_EQ(c.episodes()[0].start_ms, 0);
@@ -272,9 +386,9 @@ TEST(CheckpointTrackerTest, MergeWindowIsAnOption) {
   TriageOptions o;
   o.checkpoint_merge_s = 0.5;
   CheckpointTracker c(o);
-  c.Update(M::kCheckpointWait, true, Saving(0), 0);
-  c.Update(M::kWorking, true, Working(1000), 1000);
-  c.Update(M::kCheckpointWait, true, Saving(2000), 2000);
+  c.Update(M::kCheckpointWait, Saving(0), 0);
+  c.Update(M::kWorking, Working(1000), 1000);
+  c.Update(M::kCheckpointWait, Saving(2000), 2000);
   c.Finish();
   EXPECT_EQ(c.episodes().size(), 2u);
 }
@@ -283,7 +397,7 @@ TEST(CheckpointTrackerTest, WritersAreOnlyRanksSampledNow) {
   CheckpointTracker c({});
   // GPU 0's view is from an earlier sample (it is quiet there, but not known to be now).
   const std::vector<GpuView> views = {V(0, L::kLow, 500), V(1, L::kLow, 1000)};
-  c.Update(M::kCheckpointWait, true, views, 1000);
+  c.Update(M::kCheckpointWait, views, 1000);
   c.Finish();
   ASSERT_EQ(c.episodes().size(), 1u);
   EXPECT_THAT(c.episodes()[0].writers, ElementsAre(GpuKey{0, 1}));

@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <map>
+#include <nlohmann/json.hpp>
 
 #include "support/support.h"
 #include "telemetry/replay/nvsmi_log.h"
@@ -24,19 +25,31 @@ struct Collected : triage::TriageObserver {
 struct TraceResult {
   Collected labels;
   std::vector<triage::HangEpisode> hangs;
+  std::vector<triage::CheckpointEpisode> checkpoints;
   int64_t first_ms = 0;
 };
 
-TraceResult TriageFile(const std::string& file) {
+TraceResult TriageFile(const std::string& file, const std::string& dir = kDir) {
   TraceResult r;
-  auto src = OpenReplay({kDir + file});
+  auto src = OpenReplay({dir + file});
   EXPECT_TRUE(src.ok()) << src.status().message();
   if (!src.ok()) return r;
   triage::TriageEngine engine({}, &r.labels);
   EXPECT_TRUE(triage::RunToEnd(**src, engine).ok());
   r.hangs = engine.hang_episodes();
+  r.checkpoints = engine.checkpoints();
   r.first_ms = engine.first_timestamp_ms();
   return r;
+}
+
+// A derived copy of a real trace without its memory.used column (the last one), in a temp dir:
+// the shape of logs from teams whose query left memory out.
+std::string WithoutMemoryColumn(const std::string& file, const ::ww::testing::TempDir& dir) {
+  std::string out;
+  for (const std::string& line : ::ww::testing::Lines(::ww::testing::ReadFile(kDir + file))) {
+    out += line.substr(0, line.rfind(',')) + "\n";
+  }
+  return dir.Write(file, out);
 }
 
 // Share of samples (all GPUs) inside the intervals that carry `want`.
@@ -102,6 +115,75 @@ TEST_F(RealTraces, Ckpt1000WaitsAreCheckpoints) {
 TEST_F(RealTraces, Ckpt500GapWithoutProcessIsIdle) {
   TraceResult r = TriageFile("grantwilkins_training_profile_ckpt500.csv");
   EXPECT_GE(ShareIn(r, {{403, 528}}, GpuState::kIdle), 0.99);
+}
+
+TEST_F(RealTraces, WithoutMemoryTheEndOfRunTailIsIdleAndRankZeroSavesStayCheckpoints) {
+  // The field failure: the idle tail after a DDP run (0 %, idle-floor power, no memory column)
+  // reported as "all ranks saving". Nothing shows memory held there, so it is idle; the rank-0
+  // saves keep their evidence (peers spinning on a live quiet rank).
+  ::ww::testing::TempDir tmp;
+  const std::string f = "grantwilkins_training_profile_ckpt100.csv";
+  WithoutMemoryColumn(f, tmp);
+  TraceResult r = TriageFile(f, tmp.path() + "/");
+  EXPECT_TRUE(r.hangs.empty());
+  std::map<std::string, int> by;
+  EXPECT_GE(ShareIn(r,
+                    {{137, 153},
+                     {177, 194},
+                     {218, 234},
+                     {258, 275},
+                     {299, 327},
+                     {351, 407},
+                     {431, 486},
+                     {510, 566},
+                     {590, 645}},
+                    GpuState::kCheckpoint),
+            0.90);
+  EXPECT_GE(ShareIn(r, {{668, 697}}, GpuState::kIdle, &by), 0.99)
+      << "checkpoint " << by["checkpoint"];
+  for (const auto& c : r.checkpoints) {
+    EXPECT_FALSE(c.all_ranks) << "no all-rank save without memory evidence, at +"
+                              << (c.start_ms - r.first_ms) / 1000 << " s";
+  }
+
+  const std::string f500 = "grantwilkins_training_profile_ckpt500.csv";
+  WithoutMemoryColumn(f500, tmp);
+  TraceResult r500 = TriageFile(f500, tmp.path() + "/");
+  EXPECT_TRUE(r500.hangs.empty());
+  EXPECT_GE(ShareIn(r500, {{403, 528}}, GpuState::kIdle), 0.99) << "the no-process gap";
+  EXPECT_GE(ShareIn(r500, {{232.5, 246}, {364.5, 379}}, GpuState::kCheckpoint), 0.90);
+
+  const std::string f1000 = "grantwilkins_training_profile_ckpt1000.csv";
+  WithoutMemoryColumn(f1000, tmp);
+  TraceResult r1000 = TriageFile(f1000, tmp.path() + "/");
+  EXPECT_TRUE(r1000.hangs.empty());
+  EXPECT_GE(ShareIn(r1000, {{348.9, 364.6}, {601, 616.4}}, GpuState::kCheckpoint), 0.90);
+  EXPECT_GE(ShareIn(r1000, {{670, 690}}, GpuState::kIdle), 0.99);
+}
+
+TEST_F(RealTraces, EndOfRunTailIsIdleWithMemoryToo) {
+  TraceResult r = TriageFile("grantwilkins_training_profile_ckpt100.csv");
+  EXPECT_GE(ShareIn(r, {{668, 697}}, GpuState::kIdle), 0.99);
+}
+
+TEST_F(RealTraces, OneGpuDcgmiDmonLogHasNoCollectivesAndNoCheckpoint) {
+  // One V100 running a small Keras LSTM (../shared/traces/formats): today's reading at the
+  // dmon default 1 s ended in a 1m09s "all ranks saving" and 2.1 % communication.
+  const std::string f = ::ww::testing::SharedDir() +
+                        "/traces/formats/mertside_GV100-baseline-LSTM-1380-0.dcgmi-dmon.txt";
+  WW_REQUIRE_SHARED_FILE(f);
+  for (const char* interval : {"50", "1000"}) {
+    SCOPED_TRACE(interval);
+    const auto run = ::ww::testing::RunWattwatch(
+        "triage --json --interval-ms " + std::string(interval) + " " + f, false);
+    ASSERT_EQ(run.exit_code, 0) << run.output;
+    const auto j = nlohmann::json::parse(run.output);
+    EXPECT_TRUE(j["checkpoints"].empty()) << j["checkpoints"].dump();
+    EXPECT_TRUE(j["hang_episodes"].empty());
+    const auto& gpu = j["hosts"][0]["gpus"][0];
+    EXPECT_EQ(gpu["seconds"]["communication"].get<double>(), 0.0);
+    EXPECT_EQ(gpu["seconds"]["checkpoint"].get<double>(), 0.0);
+  }
 }
 
 TEST_F(RealTraces, Ckpt1LongSpinOnSavingRankIsCheckpointNotHang) {

@@ -30,7 +30,10 @@ std::string Describe(const sim::ScenarioConfig& c) {
                      c.gpus_per_host, c.model.name, c.interval_ms, c.power_cap_w, c.seed);
 }
 
-ScenarioScore RunAndScore(const sim::ScenarioConfig& config, const triage::TriageOptions& options) {
+ScenarioScore RunAndScore(const sim::ScenarioConfig& config,
+                          const triage::TriageOptions& given_options) {
+  triage::TriageOptions options = given_options;
+  if (config.max_checkpoint_s > 0) options.max_checkpoint_s = config.max_checkpoint_s;
   sim::Simulator simulator(config);
   LabelCollector collector;
   triage::TriageEngine engine(options, &collector);
@@ -110,6 +113,8 @@ ScenarioScore RunAndScore(const sim::ScenarioConfig& config, const triage::Triag
     m += g.seconds[static_cast<size_t>(GpuState::kCommunication)];
   }
   score.comm_share = c + m > 0 ? m / (c + m) : 0;
+  score.gpus = engine.gpu_stats();
+  score.checkpoints = engine.checkpoints();
   const double tc = simulator.truth_compute_seconds(), tm = simulator.truth_comm_seconds();
   score.truth_comm_share = tc + tm > 0 ? tm / (tc + tm) : 0;
   return score;

@@ -20,9 +20,12 @@ struct ScenarioScore {
   double comm_share = 0;        // classifier, job-wide
   double truth_comm_share = 0;  // simulator
   int64_t scored_samples = 0;
-  std::string confusion;  // "truth->label: count" for mismatches, for failure messages
+  std::string confusion;               // "truth->label: count" for mismatches, for failure messages
+  std::vector<triage::GpuStats> gpus;  // the engine's per-GPU results (seconds, signals)
+  std::vector<triage::CheckpointEpisode> checkpoints;
 };
 
+// options.max_checkpoint_s is replaced by the scenario's own when it sets one.
 ScenarioScore RunAndScore(const sim::ScenarioConfig& config,
                           const triage::TriageOptions& options = {});
 

@@ -194,6 +194,27 @@ TEST(HangPolicy, ReasonsNameTheEvidence) {
   EXPECT_NE(w.reasons.front().find("a checkpoint"), std::string::npos) << w.reasons.front();
 }
 
+TEST(HangPolicy, ACandidateTheGpusCannotCallWaitsForAProcessProbe) {
+  // One GPU pegged at low power, or every rank quiet holding memory: telemetry alone says
+  // nothing. Without a process probe it waits however long; with one that sees nothing move, it
+  // is confirmed after confirm_proc_s; progress dismisses it as before.
+  const std::vector<ProbeState> no_process = {Probe("heartbeat", true, INT64_MIN)};
+  const auto w =
+      DecideHang(kStart + 3'600'000, kStart, no_process, {}, /*needs_process_probe=*/true);
+  EXPECT_EQ(w.verdict, HangVerdict::kWaiting);
+  ASSERT_FALSE(w.reasons.empty());
+  EXPECT_NE(w.reasons.front().find("waiting for a process probe"), std::string::npos);
+
+  const std::vector<ProbeState> quiet = {Probe("process", true, INT64_MIN, true)};
+  EXPECT_EQ(DecideHang(kStart + 29'000, kStart, quiet, {}, true).verdict, HangVerdict::kWaiting);
+  const auto c = DecideHang(kStart + 30'000, kStart, quiet, {}, true);
+  ASSERT_EQ(c.verdict, HangVerdict::kConfirm);
+  EXPECT_NE(c.reasons.front().find("no I/O, no log lines"), std::string::npos) << c.reasons.front();
+
+  const std::vector<ProbeState> writing = {Probe("process", true, kStart + 10'000, true, true)};
+  EXPECT_EQ(DecideHang(kStart + 40'000, kStart, writing, {}, true).verdict, HangVerdict::kDismiss);
+}
+
 TEST(HangPolicy, AHangConfirmedWithoutAPeerSaysSo) {
   const auto d = DecideHang(
       kStart + 310000, kStart,

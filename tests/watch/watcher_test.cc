@@ -9,6 +9,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <thread>
@@ -72,10 +73,10 @@ struct Outcome {
 class WatcherTest : public ww::testing::TestDirFixture {
  protected:
   Outcome Watch(const std::string& scenario, int hosts, int watch_host,
-                std::vector<std::unique_ptr<ProgressProbe>> probes = {}) {
+                std::vector<std::unique_ptr<ProgressProbe>> probes = {}, int gpus_per_host = 4) {
     sim::ScenarioOptions so;
     so.hosts = hosts;
-    so.gpus_per_host = 4;
+    so.gpus_per_host = gpus_per_host;
     so.interval_ms = 500;
     auto cfg = sim::MakeScenario(scenario, so);
     EXPECT_TRUE(cfg.ok());
@@ -149,6 +150,45 @@ TEST_F(WatcherTest, ProcessProbeSeeingNothingConfirmsInThirtySeconds) {
   EXPECT_GE(confirm_s, 30);
   EXPECT_LE(confirm_s, 31);
   EXPECT_THAT(Events(o, "hang_confirmed")[0]["reasons"].dump(), HasSubstr("--confirm-proc-s"));
+}
+
+std::unique_ptr<ProgressProbe> StillProcess() {
+  return std::make_unique<ScriptedProbe>("process", true, [] {
+    return ProbeReading{true, false, false, "process tree of 1 (1 processes): read 0 B, wrote 0 B"};
+  });
+}
+
+TEST_F(WatcherTest, OneGpuPeggedAtLowPowerNeedsAProcessProbeToBeAHang) {
+  // One GPU reading pegged at low power: small kernels look the same as a wait, so the GPUs
+  // alone never call it; a process probe seeing nothing move for --confirm-proc-s does.
+  const Outcome alone = Watch("hang-spin", 1, 0, {}, 1);
+  EXPECT_TRUE(alone.summary.hangs.empty());
+  std::vector<std::unique_ptr<ProgressProbe>> probes;
+  probes.push_back(StillProcess());
+  const Outcome o = Watch("hang-spin", 1, 0, std::move(probes), 1);
+  ASSERT_EQ(o.summary.hangs.size(), 1u);
+  const auto& h = o.summary.hangs[0];
+  EXPECT_GE(static_cast<double>(h.detected_at_ms - h.start_ms) / 1000.0, 30);
+  EXPECT_THAT(Events(o, "hang_confirmed")[0]["reasons"].dump(), HasSubstr("no I/O, no log lines"));
+}
+
+TEST_F(WatcherTest, EveryRankQuietWithProcessesStillIsAHangLive) {
+  // A stall off the GPU: every rank quiet holding memory. With the processes watched and still,
+  // it is a hang after --confirm-proc-s, long before --max-checkpoint-s.
+  std::vector<std::unique_ptr<ProgressProbe>> probes;
+  probes.push_back(StillProcess());
+  const Outcome o = Watch("off-gpu-stall", 1, 0, std::move(probes));
+  // (The sharded save before it is quiet too; its process writes in real life, which this
+  // scripted probe does not show, so only the hang that starts with the stall is looked at.)
+  const triage::HangEpisode* stall = nullptr;
+  for (const auto& h : o.summary.hangs) {
+    if (std::abs(static_cast<double>(h.start_ms - o.truth_hang_start_ms)) < 5000) stall = &h;
+  }
+  ASSERT_NE(stall, nullptr);
+  const double after_truth_s =
+      static_cast<double>(stall->detected_at_ms - o.truth_hang_start_ms) / 1000.0;
+  EXPECT_LT(after_truth_s, 60) << "confirm-proc-s (30 s) after the ranks went quiet, plus windows";
+  EXPECT_GE(after_truth_s, 30);
 }
 
 TEST_F(WatcherTest, SingleHostRankZeroCheckpointIsNeverAHang) {

@@ -48,9 +48,100 @@ struct Simulator::GpuSim {
 };
 
 std::vector<std::string> ScenarioNames() {
-  return {"healthy",   "starvation", "checkpoint-all", "checkpoint-rank0",
-          "hang-spin", "hang-exit",  "multi-host",     "field-report"};
+  std::vector<std::string> names = {"healthy",   "starvation", "checkpoint-all", "checkpoint-rank0",
+                                    "hang-spin", "hang-exit",  "multi-host",     "field-report"};
+  for (auto& n : VerdictScenarioNames()) names.push_back(std::move(n));
+  return names;
 }
+
+std::vector<std::string> VerdictScenarioNames() {
+  return {"single-gpu",    "single-gpu-nopower", "end-tail",
+          "end-tail-held", "off-gpu-stall",      "partial-hang"};
+}
+
+std::vector<std::string> DroppableFields() {
+  return {"memory.used", "power.draw", "utilization.gpu", "utilization.memory"};
+}
+
+namespace {
+
+// The honest-verdict scenarios (issue 14), kept apart from the others. False: not one of them.
+bool MakeVerdictScenario(const std::string& name, ScenarioConfig& c) {
+  using K = PhaseKind;
+  auto prologue = [&] {
+    c.phases.push_back({K::kNoProcess, 5, {}});
+    c.phases.push_back({K::kLaunch, 12, {}});
+    c.phases.push_back({K::kLoad, 6, {}});
+  };
+  const int world = c.hosts * c.gpus_per_host;
+  if (name == "single-gpu") {
+    // One GPU serving/evaluating: heavy batches, an evaluation pass of small kernels (pegged
+    // utilization at low power, like a spin), a pause holding the model, more work.
+    prologue();
+    c.phases.push_back({K::kSoloWork, 60, {}});
+    c.phases.push_back({K::kSoloSmallKernels, 90, {}});
+    c.phases.push_back({K::kQuietHeld, 30, {}});
+    c.phases.push_back({K::kSoloWork, 40, {}});
+    c.phases.push_back({K::kNoProcess, 10, {}});
+  } else if (name == "single-gpu-nopower") {
+    // A hyper-parameter search on one GPU logged without power: trials, pauses holding the
+    // model, a process exit and a relaunch between trials.
+    prologue();
+    c.phases.push_back({K::kSoloWork, 50, {}});
+    c.phases.push_back({K::kQuietHeld, 20, {}});
+    c.phases.push_back({K::kSoloSmallKernels, 30, {}});
+    c.phases.push_back({K::kNoProcess, 15, {}});
+    c.phases.push_back({K::kLaunch, 10, {}});
+    c.phases.push_back({K::kLoad, 6, {}});
+    c.phases.push_back({K::kSoloWork, 50, {}});
+    c.phases.push_back({K::kNoProcess, 10, {}});
+    c.drop_fields.push_back("power.draw");
+  } else if (name == "end-tail") {
+    // A DDP run ends; the log goes on for minutes with the GPUs at their idle floor. Logged
+    // without memory.used, nothing shows the processes left (the field failure: "all ranks
+    // saving" for minutes).
+    prologue();
+    c.phases.push_back({K::kTrain, 60, {}});
+    c.phases.push_back({K::kCheckpointRank0, 30, {}});
+    c.phases.push_back({K::kTrain, 40, {}});
+    c.phases.push_back({K::kNoProcess, 180, {}});
+    c.drop_fields.push_back("memory.used");
+  } else if (name == "end-tail-held") {
+    // Training, a sharded checkpoint, training, then the log ends while the processes still
+    // hold their memory without kernels (the job was stopped after the log): idle, not a save.
+    prologue();
+    c.phases.push_back({K::kTrain, 50, {}});
+    c.phases.push_back({K::kCheckpointAll, 30, {}});
+    c.phases.push_back({K::kTrain, 40, {}});
+    c.phases.push_back({K::kQuietHeld, 90, {}});
+  } else if (name == "off-gpu-stall") {
+    // A real sharded checkpoint, then every rank stuck off the GPU past --max-checkpoint-s.
+    prologue();
+    c.phases.push_back({K::kTrain, 50, {}});
+    c.phases.push_back({K::kCheckpointAll, 30, {}});
+    c.phases.push_back({K::kTrain, 40, {}});
+    c.phases.push_back({K::kOffGpuStall, 420, {}});
+    c.phases.push_back({K::kNoProcess, 10, {}});
+    c.max_checkpoint_s = 300;
+  } else if (name == "partial-hang") {
+    // A rank-0 checkpoint (one quiet rank, the others spin: stays a checkpoint), then one
+    // pipeline stage (the upper half of the ranks) stuck quiet while the others spin.
+    prologue();
+    c.phases.push_back({K::kTrain, 50, {}});
+    c.phases.push_back({K::kCheckpointRank0, 40, {}});
+    c.phases.push_back({K::kTrain, 40, {}});
+    std::vector<int> stage;
+    for (int r = world / 2; r < world; ++r) stage.push_back(r);
+    c.phases.push_back({K::kPartialHang, 420, stage});
+    c.phases.push_back({K::kNoProcess, 10, {}});
+    c.max_checkpoint_s = 300;
+  } else {
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
 
 Result<ScenarioConfig> MakeScenario(const std::string& name, const ScenarioOptions& options) {
   ScenarioConfig c;
@@ -112,7 +203,8 @@ Result<ScenarioConfig> MakeScenario(const std::string& name, const ScenarioOptio
 
   const int default_hosts = (name == "multi-host" || name == "field-report") ? 2 : 1;
   c.hosts = options.hosts > 0 ? options.hosts : default_hosts;
-  c.gpus_per_host = options.gpus_per_host > 0 ? options.gpus_per_host : 8;
+  const bool one_gpu_scenario = name == "single-gpu" || name == "single-gpu-nopower";
+  c.gpus_per_host = options.gpus_per_host > 0 ? options.gpus_per_host : (one_gpu_scenario ? 1 : 8);
   if (c.hosts > 64 || c.gpus_per_host > 16) {
     return Status::InvalidInput("at most 64 hosts of 16 GPUs");
   }
@@ -179,7 +271,7 @@ Result<ScenarioConfig> MakeScenario(const std::string& name, const ScenarioOptio
     c.phases.push_back({K::kTrain, 60, {}});
     c.phases.push_back({K::kHangSpin, 300, {world / 2 + 3}, 4});
     c.phases.push_back({K::kNoProcess, 10, {}});
-  } else {
+  } else if (!MakeVerdictScenario(name, c)) {
     std::string names;
     for (const auto& n : ScenarioNames()) names += " " + n;
     return Status::InvalidInput(fmt::format("unknown scenario '{}'; one of:{}", name, names));
@@ -187,6 +279,18 @@ Result<ScenarioConfig> MakeScenario(const std::string& name, const ScenarioOptio
   for (const Phase& p : c.phases) {
     for (int r : p.ranks) {
       if (r < 0 || r >= world) return Status::Internal("scenario rank out of range");
+    }
+  }
+  const std::vector<std::string> droppable = DroppableFields();
+  for (const std::string& f : options.drop_fields) {
+    if (std::find(droppable.begin(), droppable.end(), f) == droppable.end()) {
+      std::string known;
+      for (const auto& d : droppable) known += " " + d;
+      return Status::InvalidInput(fmt::format(
+          "--drop-columns: '{}' is not a field the simulator can leave out; one of:{}", f, known));
+    }
+    if (std::find(c.drop_fields.begin(), c.drop_fields.end(), f) == c.drop_fields.end()) {
+      c.drop_fields.push_back(f);
     }
   }
   return c;
@@ -331,6 +435,30 @@ Simulator::Instant Simulator::InstantAt(int rank, double t_s) {
         in = {GpuState::kHang, true, spin_w, gpu.model_mem_mib, 0, true};
       }
       break;
+    case PhaseKind::kSoloWork: {
+      // Batches back to back with a short host-side pause between them (1 % of a step: tens of
+      // ms, as a server's batching leaves; not a gap for the starvation detector).
+      const bool busy = std::fmod(tau, config_.step_s) / config_.step_s < 0.99;
+      in = {GpuState::kCompute, busy, busy ? compute_w : loaded_w, gpu.model_mem_mib, 40, true};
+      break;
+    }
+    case PhaseKind::kSoloSmallKernels:
+      // Small kernels back to back: utilization pegged, power barely above a spin's.
+      in = {GpuState::kCompute, true, spin_w + 0.03 * range, gpu.model_mem_mib, 8, true};
+      break;
+    case PhaseKind::kQuietHeld:
+      in = {GpuState::kIdle, false, loaded_w, gpu.model_mem_mib, 0, true};
+      break;
+    case PhaseKind::kOffGpuStall:
+      in = {GpuState::kHang, false, loaded_w, gpu.model_mem_mib, 0, true};
+      break;
+    case PhaseKind::kPartialHang:
+      if (singled_out) {
+        in = {GpuState::kHang, false, loaded_w, gpu.model_mem_mib, 0, true};
+      } else {
+        in = {GpuState::kHang, true, spin_w, gpu.model_mem_mib, 0, true};
+      }
+      break;
   }
   return in;
 }
@@ -402,6 +530,7 @@ bool Simulator::NextTick(std::vector<GpuSample>* samples, std::vector<TruthLabel
     out.mem_total_mib = m.memory_total_mib;
     out.pstate = (tnow - g.last_process_s) < 10 ? 0 : 8;
     out.clock_event_reasons = reasons;
+    DropFields(&out);
     samples->push_back(out);
     truth->push_back({out.timestamp_ms, g.key, last.truth});
     g.busy_substeps = 0;
@@ -412,11 +541,30 @@ bool Simulator::NextTick(std::vector<GpuSample>* samples, std::vector<TruthLabel
   return true;
 }
 
+void Simulator::DropFields(GpuSample* s) const {
+  for (const std::string& f : config_.drop_fields) {
+    if (f == "memory.used") {
+      s->mem_used_mib.reset();
+      s->mem_total_mib.reset();
+    } else if (f == "power.draw") {
+      s->power_w.reset();
+      s->power_limit_w.reset();
+    } else if (f == "utilization.gpu") {
+      s->util_gpu_pct.reset();
+    } else if (f == "utilization.memory") {
+      s->util_mem_pct.reset();
+    }
+  }
+}
+
 std::vector<TruthHang> Simulator::truth_hangs() const {
   std::vector<TruthHang> out;
   for (size_t i = 0; i < config_.phases.size(); ++i) {
     const Phase& p = config_.phases[i];
-    if (p.kind != PhaseKind::kHangSpin && p.kind != PhaseKind::kHangExit) continue;
+    if (p.kind != PhaseKind::kHangSpin && p.kind != PhaseKind::kHangExit &&
+        p.kind != PhaseKind::kOffGpuStall && p.kind != PhaseKind::kPartialHang) {
+      continue;
+    }
     const double start_s = phase_starts_s_[i] + (p.kind == PhaseKind::kHangSpin ? p.lead_s : 0);
     const double end_s = phase_starts_s_[i] + p.duration_s;
     TruthHang h;

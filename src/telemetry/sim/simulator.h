@@ -34,6 +34,15 @@ enum class PhaseKind {
   kHangSpin,         // epoch-end imbalance: `ranks` run extra steps while the others wait, then
                      // every rank spins forever in mismatched collectives; culprits = `ranks`
   kHangExit,         // `ranks` exit (crash); the others spin in a collective; culprits = `ranks`
+  // Honest verdicts (issue 14): jobs and stalls whose telemetry proves less.
+  kSoloWork,          // one GPU working alone (inference, evaluation): compute, no collectives
+  kSoloSmallKernels,  // one GPU pegged at low power by small kernels (eval, tiny batches): compute
+  kQuietHeld,         // processes alive holding memory, no kernels (a server waiting for
+                      // requests, or the log ends before the job exits): idle
+  kOffGpuStall,       // every rank quiet holding memory, processes alive, stuck off the GPU (a
+                      // data loader deadlock, a hung filesystem): a hang without culprits
+  kPartialHang,       // `ranks` (one pipeline stage) hold memory quietly, the others spin in a
+                      // collective they never leave: a hang, culprits = `ranks`
 };
 
 struct Phase {
@@ -65,6 +74,12 @@ struct ScenarioConfig {
   uint64_t seed = 1;
   int64_t start_unix_ms = 1763465360000;  // 2025-11-18T11:29:20Z
   std::vector<Phase> phases;
+  // Fields the log does not have (nvidia-smi query names: memory.used, power.draw,
+  // utilization.gpu, utilization.memory): left out of every sample, as a query without them.
+  std::vector<std::string> drop_fields;
+  // The triage options the scenario needs to be judged (0: the defaults): the off-GPU stall and
+  // the partial hang are hangs only past --max-checkpoint-s, kept short here.
+  double max_checkpoint_s = 0;
 };
 
 // A ground-truth hang: [start_ms, end_ms) on the job, and its culprit GPUs.
@@ -81,8 +96,15 @@ struct TruthLabel {
 };
 
 // Names of built-in scenarios: healthy, starvation, checkpoint-all, checkpoint-rank0, hang-spin,
-// hang-exit, multi-host, field-report.
+// hang-exit, multi-host, field-report, and the honest-verdict ones (VerdictScenarioNames).
 std::vector<std::string> ScenarioNames();
+
+// single-gpu, single-gpu-nopower, end-tail (memory.used not logged), end-tail-held,
+// off-gpu-stall, partial-hang (the last two need --max-checkpoint-s 300).
+std::vector<std::string> VerdictScenarioNames();
+
+// The field names drop_fields accepts.
+std::vector<std::string> DroppableFields();
 
 struct ScenarioOptions {
   std::string model;  // a known model name or match ("h100"), or "" for the default
@@ -91,6 +113,7 @@ struct ScenarioOptions {
   int64_t interval_ms = 100;
   double power_cap_w = 0;
   uint64_t seed = 1;
+  std::vector<std::string> drop_fields;  // added to the scenario's own (see ScenarioConfig)
 };
 
 // Builds a named scenario. Unknown names and models are errors listing the valid ones.
@@ -127,6 +150,7 @@ class Simulator {
   };
   Instant InstantAt(int rank, double t_s);
   int PhaseIndexAt(double t_s, double* phase_start_s) const;
+  void DropFields(GpuSample* sample) const;  // config_.drop_fields
 
   ScenarioConfig config_;
   std::vector<std::string> host_names_;
