@@ -189,7 +189,7 @@ void Watcher::OnHangConfirmed(const triage::HangEpisode& e) {
                e.gpus.size(), FormatIsoMs(e.start_ms), culprits.empty() ? "none named" : culprits);
   for (const auto& r : e.reasons) spdlog::warn("  {}", r);
   if (!o_.evidence || evidence_task_) {
-    ActOnHang(std::move(j));
+    ActOnHang(j);
     return;
   }
   // Ask NCCL and the Flight Recorder which rank is behind, off this thread; the event, the actions
@@ -242,7 +242,7 @@ std::string Watcher::RecentTelemetryCsv() const {
   return out;
 }
 
-void Watcher::ActOnHang(json j) {
+void Watcher::ActOnHang(const json& j) {
   Event(j);
   if (actions_) actions_->Submit(j);
   if (o_.child) StartKill();
@@ -295,7 +295,7 @@ void Watcher::FinishEvidence(int64_t wait_ms) {
     j["evidence"] = {{"summary", "the evidence step did not finish in time"}};
   }
   evidence_task_.reset();
-  ActOnHang(std::move(j));
+  ActOnHang(j);
 }
 
 void Watcher::OnHangEnded(const triage::HangEpisode& e) {

@@ -115,7 +115,7 @@ class Watcher final : public triage::TriageObserver {
   std::string GpuName(GpuKey key) const;
   void StartKill();
   // The hang event, the webhook/hook and (run mode) the kill, once the evidence (if any) is in.
-  void ActOnHang(nlohmann::json hang_event);
+  void ActOnHang(const nlohmann::json& hang_event);
   // Takes the evidence step's report when ready (waiting up to wait_ms), merges it into the
   // pending hang event and acts on it. With wait_ms > 0 and still no report: acts without it.
   void FinishEvidence(int64_t wait_ms);
