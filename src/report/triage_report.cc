@@ -83,8 +83,17 @@ std::optional<double> TriageReport::comm_share() const {
     c += g.seconds[static_cast<size_t>(GpuState::kCompute)];
     m += g.seconds[static_cast<size_t>(GpuState::kCommunication)];
   }
-  if (c + m <= 0) return std::nullopt;
+  if (c + m <= 0 || !comm_share_unknown().empty()) return std::nullopt;
   return m / (c + m);
+}
+
+std::string TriageReport::comm_share_unknown() const {
+  for (const auto& g : gpus) {
+    const double t = g.seconds[static_cast<size_t>(GpuState::kCompute)] +
+                     g.seconds[static_cast<size_t>(GpuState::kCommunication)];
+    if (t > 0 && !g.comm_share_unknown.empty()) return g.comm_share_unknown;
+  }
+  return "";
 }
 
 TriageReport MakeReport(const triage::TriageEngine& engine, std::vector<std::string> hosts,
@@ -102,6 +111,9 @@ TriageReport MakeReport(const triage::TriageEngine& engine, std::vector<std::str
   }
   r.warnings = std::move(warnings);
   r.notes = engine.notes();
+  if (const std::string why = r.comm_share_unknown(); !why.empty()) {
+    r.notes.push_back("communication share unknown: " + why);
+  }
   // What the signals cannot show, once per reason with the GPUs it holds for.
   std::vector<std::pair<std::string, std::vector<GpuKey>>> limits;
   for (size_t i = 0; i < r.gpus.size(); ++i) {
@@ -241,7 +253,8 @@ std::string RenderText(const TriageReport& r, bool color) {
           s == 1 || s == 3 ? 8 : (s == 5 ? 6 : 7));
     }
     auto cs = g.comm_share();
-    row += fmt::format(" {:>6}", cs ? fmt::format("{:.0f}%", 100 * *cs) : std::string("-"));
+    row += fmt::format(" {:>6}", cs ? fmt::format("{:.0f}%", 100 * *cs)
+                                    : std::string(g.comm_share_unknown.empty() ? "-" : "?"));
     out += row + "\n";
   }
   double job_total = 0;
@@ -253,7 +266,8 @@ std::string RenderText(const TriageReport& r, bool color) {
                          s == 1 || s == 3 ? 8 : (s == 5 ? 6 : 7));
     }
     auto cs = r.comm_share();
-    row += fmt::format(" {:>6}", cs ? fmt::format("{:.0f}%", 100 * *cs) : std::string("-"));
+    row += fmt::format(" {:>6}", cs ? fmt::format("{:.0f}%", 100 * *cs)
+                                    : std::string(r.comm_share_unknown().empty() ? "-" : "?"));
     out += row + "\n";
   }
   if (!r.notes.empty() || !r.warnings.empty()) out += "\n";
@@ -291,6 +305,7 @@ nlohmann::json RenderJson(const TriageReport& r) {
       }
       auto cs = g.comm_share();
       gj["comm_share"] = cs ? json(std::round(*cs * 10000) / 10000) : json(nullptr);
+      if (!g.comm_share_unknown.empty()) gj["comm_share_unknown"] = g.comm_share_unknown;
       gpus.push_back(std::move(gj));
     }
     json host = {{"host", r.hosts[h]}, {"gpus", std::move(gpus)}};
@@ -335,16 +350,18 @@ nlohmann::json RenderJson(const TriageReport& r) {
     }
   }
   auto cs = r.comm_share();
-  return {{"start", ts(r.first_ms)},
-          {"end", ts(r.last_ms)},
-          {"hosts", hosts},
-          {"hang_episodes", episodes},
-          {"wasted_gpu_hours", std::round(r.wasted_gpu_hours() * 10000) / 10000},
-          {"comm_share", cs ? json(std::round(*cs * 10000) / 10000) : json(nullptr)},
-          {"checkpoints", checkpoints},
-          {"events", events},
-          {"notes", r.notes},
-          {"warnings", r.warnings}};
+  json out = {{"start", ts(r.first_ms)},
+              {"end", ts(r.last_ms)},
+              {"hosts", hosts},
+              {"hang_episodes", episodes},
+              {"wasted_gpu_hours", std::round(r.wasted_gpu_hours() * 10000) / 10000},
+              {"comm_share", cs ? json(std::round(*cs * 10000) / 10000) : json(nullptr)},
+              {"checkpoints", checkpoints},
+              {"events", events},
+              {"notes", r.notes},
+              {"warnings", r.warnings}};
+  if (const std::string why = r.comm_share_unknown(); !why.empty()) out["comm_share_unknown"] = why;
+  return out;
 }
 
 }  // namespace ww::report

@@ -29,8 +29,12 @@ struct TriageReport {
   bool with_zone = false;  // print timestamps with "Z" (the input carried a zone)
 
   double wasted_gpu_hours() const;
-  // Job-wide communication share of training time; nullopt without training.
+  // Job-wide communication share of training time; nullopt without training, or when a GPU's
+  // is unknown (comm_share_unknown() says why).
   std::optional<double> comm_share() const;
+  // The reason the communication share is unknown (the first GPU with training time whose share
+  // is), or "" when it is measured.
+  std::string comm_share_unknown() const;
 };
 
 // Collects a finished engine's results. Checkpoints shorter than 50 ms (0.0 s as printed: one

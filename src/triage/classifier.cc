@@ -47,7 +47,7 @@ bool IsStarved(const WindowStats& w, LocalClass now, ProcState proc, const Thres
   // between (coarse sampling averages a burst and a gap into one reading). One change of phase
   // (training stops for a checkpoint) is neither.
   if (w.transitions >= t.starve_min_transitions && w.busy > 0 && w.low > 0) return true;
-  return w.partial * 100 >= w.samples * t.starve_partial_pct;
+  return std::max(w.partial, w.midband) * 100 >= w.samples * t.starve_partial_pct;
 }
 
 JobMode ClassifyJob(const JobCounts& c) {

@@ -70,6 +70,10 @@ struct WindowStats {
   int low = 0;
   int partial = 0;
   int transitions = 0;  // busy<->low flips between consecutive samples
+  // Readings between low_util_pct and spin_util_pct: kernels part of the period. At 15-30 s
+  // sampling a starving GPU reads 30-70 % (bursts and waits averaged into one reading) where a
+  // training GPU reads ~100 % (collectives count as busy), so these mean starvation too.
+  int midband = 0;
   double util_sum = 0;
   int util_samples = 0;
 };

@@ -44,7 +44,7 @@ double GpuStats::total_seconds() const {
 std::optional<double> GpuStats::comm_share() const {
   const double c = seconds[static_cast<size_t>(GpuState::kCompute)];
   const double m = seconds[static_cast<size_t>(GpuState::kCommunication)];
-  if (c + m <= 0) return std::nullopt;
+  if (c + m <= 0 || !comm_share_unknown.empty()) return std::nullopt;
   return m / (c + m);
 }
 
@@ -301,6 +301,7 @@ std::vector<GpuStats> TriageEngine::gpu_stats() const {
       compute = 0;
     }
     s.calibration = gp->windows.calibration().source();
+    s.comm_share_unknown = gp->windows.comm_share_unknown_reason().value_or("");
     s.implausible_limit_note = gp->windows.calibration().implausible_limit_note().value_or("");
     out.push_back(std::move(s));
   }

@@ -73,7 +73,9 @@ struct GpuStats {
   int64_t samples = 0;
   std::array<double, kNumGpuStates> seconds{};
   double total_seconds() const;
-  // communication / (compute + communication); nullopt without training time.
+  // Why the communication share is unknown (features.h); empty when it is measured.
+  std::string comm_share_unknown;
+  // communication / (compute + communication); nullopt without training time or when unknown.
   std::optional<double> comm_share() const;
 };
 

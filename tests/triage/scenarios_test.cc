@@ -1,5 +1,6 @@
 // The classifier against the simulator's ground truth, over every scenario kind, four GPU models
-// (one absent from the model table), power caps, and 100 ms and 1 s sampling.
+// (one absent from the model table), power caps, and 100 ms, 1 s, 15 s and 30 s sampling (the
+// last two as dcgm-exporter and W&B log, with and without DCGM's activity counters).
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -23,7 +24,7 @@ std::vector<Case> AllCases() {
   uint64_t seed = 11;
   for (const auto& s : sim::ScenarioNames()) {
     for (const auto& m : models) {
-      for (int64_t iv : {100, 1000}) cases.push_back({s, m, iv, 0, seed++});
+      for (int64_t iv : {100, 1000, 15000, 30000}) cases.push_back({s, m, iv, 0, seed++});
     }
   }
   // Power caps throttle compute: a capped H100 and a capped B300.
@@ -53,21 +54,30 @@ TEST_P(ScenarioTest, MatchesGroundTruth) {
       fmt::format(" | comm share {:.3f} vs truth {:.3f}", s.comm_share, s.truth_comm_share));
 
   EXPECT_GE(s.macro_f1, 0.95);
-  EXPECT_GT(s.scored_samples, 1000);
-  // Hangs: every one found, confirmed within 60 s of its start, with the right culprits; and no
-  // hang where there is none.
+  // At 30 s sampling a scenario of ~40 min has ~80 ticks of 8 GPUs.
+  EXPECT_GT(s.scored_samples, c.interval_ms >= 15000 ? 200 : 1000);
+  // Hangs: every one found, confirmed within 30 s + 2 intervals of its start, with the right
+  // culprits; and no hang where there is none.
+  const int64_t slack_ms = std::max<int64_t>(5000, 2 * c.interval_ms);
   ASSERT_EQ(s.found.size(), s.truth.size());
   for (size_t i = 0; i < s.truth.size(); ++i) {
     const auto& f = s.found[i];
     const auto& t = s.truth[i];
-    EXPECT_LE(f.detected_at_ms, t.start_ms + 60000);
-    EXPECT_NEAR(static_cast<double>(f.start_ms), static_cast<double>(t.start_ms), 5000);
-    EXPECT_NEAR(static_cast<double>(f.end_ms), static_cast<double>(t.end_ms), 5000);
+    EXPECT_LE(f.detected_at_ms, t.start_ms + 30000 + 2 * c.interval_ms);
+    EXPECT_NEAR(static_cast<double>(f.start_ms), static_cast<double>(t.start_ms), slack_ms);
+    EXPECT_NEAR(static_cast<double>(f.end_ms), static_cast<double>(t.end_ms), slack_ms);
     EXPECT_EQ(f.culprits, t.culprits);
     EXPECT_FALSE(f.reasons.empty());
   }
-  if (s.truth_comm_share > 0) {
-    EXPECT_NEAR(s.comm_share, s.truth_comm_share, 0.05);
+  // The communication share is measured where the sampling resolves steps, and said to be
+  // unknown (with the reason) where it does not, never a wrong number.
+  if (c.interval_ms >= 15000) {
+    EXPECT_NE(s.comm_share_unknown.find("not sampled"), std::string::npos) << s.comm_share_unknown;
+  } else {
+    EXPECT_EQ(s.comm_share_unknown, "");
+    if (s.truth_comm_share > 0) {
+      EXPECT_NEAR(s.comm_share, s.truth_comm_share, 0.05);
+    }
   }
 }
 

@@ -33,6 +33,32 @@ GpuModelParams FromTable(const GpuModel& m) {
 
 }  // namespace
 
+// ---------------------------------------------------------------- coarse sampling
+
+// A phase must span enough samples to be seen at all: at 15-30 s sampling (dcgm-exporter's
+// default collection, W&B's system metrics) a 12 s launch or a 4 s lead of the late ranks would
+// fall between two readings. Phases are stretched to kMinPhaseIntervals samples and a hang's
+// lead to kMinLeadIntervals; nothing changes at 1 s sampling or finer, so the scenarios keep
+// their shapes there. A checkpoint is never stretched past what a checkpoint takes.
+void FitPhasesToInterval(ScenarioConfig* c) {
+  const double interval_s = static_cast<double>(c->interval_ms) / 1000.0;
+  if (interval_s <= 1.0) return;
+  constexpr double kMinPhaseIntervals = 8;
+  constexpr double kMinLeadIntervals = 3;
+  constexpr double kMaxCheckpointS = 600;  // well below triage's --max-checkpoint-s
+  for (Phase& p : c->phases) {
+    double want = kMinPhaseIntervals * interval_s;
+    if (p.kind == PhaseKind::kCheckpointAll || p.kind == PhaseKind::kCheckpointRank0) {
+      want = std::min(want, kMaxCheckpointS);
+    }
+    p.duration_s = std::max(p.duration_s, want);
+    if (p.kind == PhaseKind::kHangSpin) {
+      p.lead_s = std::max(p.lead_s, kMinLeadIntervals * interval_s);
+      p.duration_s = std::max(p.duration_s, p.lead_s + want);
+    }
+  }
+}
+
 struct Simulator::GpuSim {
   GpuKey key;
   int rank = 0;
@@ -189,6 +215,7 @@ Result<ScenarioConfig> MakeScenario(const std::string& name, const ScenarioOptio
       if (r < 0 || r >= world) return Status::Internal("scenario rank out of range");
     }
   }
+  FitPhasesToInterval(&c);
   return c;
 }
 

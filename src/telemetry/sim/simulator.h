@@ -97,6 +97,11 @@ struct ScenarioOptions {
 // A model absent from the table can be given as "NAME:TDP_W:IDLE_W".
 Result<ScenarioConfig> MakeScenario(const std::string& name, const ScenarioOptions& options);
 
+// Stretches phases (and a hang's lead) so each spans enough samples at coarse sampling (above
+// 1 s: at least 8 intervals a phase, 3 a lead; checkpoints at most 600 s). MakeScenario calls it;
+// a hand-made config may too. No change at 1 s sampling or finer.
+void FitPhasesToInterval(ScenarioConfig* config);
+
 // Runs the simulation. Samples come out tick by tick, every host's GPUs per tick.
 class Simulator {
  public:
