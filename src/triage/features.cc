@@ -52,6 +52,8 @@ bool GpuWindows::Add(const GpuSample& s) {
   in.util_pct = s.util_gpu_pct;
   if (power) in.power_frac = p.power_frac;
   in.proc = p.proc;
+  in.spin_power_frac = cal_.SpinThresholdFrac(options_.thresholds.comm_level_frac);
+  in.sm_activity = s.sm_activity_ratio;
   p.cls = ClassifyLocal(in, options_.thresholds);
   p.lost = s.gpu_lost;
   if (p.lost) {

@@ -15,6 +15,7 @@ struct Case {
   int64_t interval_ms;
   double power_cap_w;
   uint64_t seed;
+  bool activity = false;  // samples carry DCGM's activity counters (as dcgm-exporter logs them)
 };
 
 std::vector<Case> AllCases() {
@@ -24,13 +25,18 @@ std::vector<Case> AllCases() {
   uint64_t seed = 11;
   for (const auto& s : sim::ScenarioNames()) {
     for (const auto& m : models) {
-      for (int64_t iv : {100, 1000, 15000, 30000}) cases.push_back({s, m, iv, 0, seed++});
+      // nvidia-smi at 100 ms; at 1 s, 15 s and 30 s both without activity counters (nvidia-smi,
+      // W&B) and with them (dcgm-exporter, dcgmi dmon).
+      cases.push_back({s, m, 100, 0, seed++, false});
+      for (int64_t iv : {1000, 15000, 30000}) {
+        for (bool act : {false, true}) cases.push_back({s, m, iv, 0, seed++, act});
+      }
     }
   }
   // Power caps throttle compute: a capped H100 and a capped B300.
   for (const auto& s : {"healthy", "hang-spin", "checkpoint-rank0", "starvation"}) {
-    cases.push_back({s, "h100", 100, 450, seed++});
-    cases.push_back({s, "b300", 1000, 800, seed++});
+    cases.push_back({s, "h100", 100, 450, seed++, false});
+    cases.push_back({s, "b300", 1000, 800, seed++, true});
   }
   return cases;
 }
@@ -44,6 +50,7 @@ TEST_P(ScenarioTest, MatchesGroundTruth) {
   o.interval_ms = c.interval_ms;
   o.power_cap_w = c.power_cap_w;
   o.seed = c.seed;
+  o.activity_counters = c.activity;
   auto config = sim::MakeScenario(c.scenario, o);
   ASSERT_TRUE(config.ok()) << config.status().message();
   const ScenarioScore s = RunAndScore(*config);
@@ -84,9 +91,10 @@ TEST_P(ScenarioTest, MatchesGroundTruth) {
 INSTANTIATE_TEST_SUITE_P(Sim, ScenarioTest, ::testing::ValuesIn(AllCases()),
                          [](const ::testing::TestParamInfo<Case>& info) {
                            std::string n =
-                               fmt::format("{}_{}_{}ms_cap{}", info.param.scenario,
+                               fmt::format("{}_{}_{}ms_cap{}{}", info.param.scenario,
                                            info.param.model.substr(0, 4), info.param.interval_ms,
-                                           static_cast<int>(info.param.power_cap_w));
+                                           static_cast<int>(info.param.power_cap_w),
+                                           info.param.activity ? "_dcgm" : "");
                            for (char& ch : n) {
                              if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
                            }

@@ -51,6 +51,10 @@ struct GpuModelParams {
   double idle_sm_clock_mhz;
   double mem_clock_mhz;
   double memory_total_mib;
+  // Board power of a rank spinning in a collective (pegged utilization, a polling kernel), in W;
+  // 0: idle + 12 % of the range. It differs by generation: an A100 spins at ~35 % of its limit,
+  // an H100 at ~20 % (the real 8xH100 traces: ~150 W), so triage must learn it from the trace.
+  double spin_w = 0;
 };
 
 struct ScenarioConfig {
@@ -63,6 +67,9 @@ struct ScenarioConfig {
   double comm_fraction = 0.25;  // share of a training step spent in collectives
   double step_s = 1.5;
   uint64_t seed = 1;
+  // Samples carry DCGM's PROF activity fields (engine, SM, occupancy, tensor, DRAM; NVLink and
+  // PCIe bytes), averaged over the sample interval as DCGM does. nvidia-smi formats drop them.
+  bool activity_counters = true;
   int64_t start_unix_ms = 1763465360000;  // 2025-11-18T11:29:20Z
   std::vector<Phase> phases;
 };
@@ -91,6 +98,7 @@ struct ScenarioOptions {
   int64_t interval_ms = 100;
   double power_cap_w = 0;
   uint64_t seed = 1;
+  bool activity_counters = true;
 };
 
 // Builds a named scenario. Unknown names and models are errors listing the valid ones.
@@ -130,6 +138,12 @@ class Simulator {
     double util_mem_pct;
     bool process;
   };
+  // What the SMs, tensor pipes, DRAM and links do at one instant (DCGM PROF fields).
+  struct Activity {
+    double gr = 0, sm = 0, occupancy = 0, tensor = 0, dram = 0;
+    double nvlink_bytes_per_s = 0, pcie_bytes_per_s = 0;
+  };
+  Activity ActivityOf(const Instant& in, const GpuSim& gpu) const;
   Instant InstantAt(int rank, double t_s);
   int PhaseIndexAt(double t_s, double* phase_start_s) const;
 
