@@ -106,6 +106,7 @@ TriageReport MakeReport(const triage::TriageEngine& engine, std::vector<std::str
   }
   r.events = engine.events();
   r.hang_episodes = engine.hang_episodes();
+  r.stragglers = engine.stragglers();
   for (const auto& c : engine.checkpoints()) {
     if (c.end_ms - c.start_ms >= 50) r.checkpoints.push_back(c);
   }
@@ -225,6 +226,16 @@ std::string RenderText(const TriageReport& r, bool color) {
       out += fmt::format("  {} .. {} ({}): {}\n", ts(c.start_ms), ts(c.end_ms),
                          Duration(static_cast<double>(c.end_ms - c.start_ms) / 1000.0),
                          c.all_ranks ? "all ranks saving" : CheckpointWho(r, c));
+    }
+  }
+
+  if (!r.stragglers.empty()) {
+    out += fmt::format("\nStragglers: {} (the others wait for them in every step)\n",
+                       r.stragglers.size());
+    for (const auto& s : r.stragglers) {
+      out +=
+          fmt::format("  {}: computes {:.2f}x as long as the median rank{}\n", GpuLabel(r, s.key),
+                      s.slowdown, s.throttle.empty() ? "" : "; throttled: " + s.throttle);
     }
   }
 
@@ -361,6 +372,15 @@ nlohmann::json RenderJson(const TriageReport& r) {
               {"notes", r.notes},
               {"warnings", r.warnings}};
   if (const std::string why = r.comm_share_unknown(); !why.empty()) out["comm_share_unknown"] = why;
+  json stragglers = json::array();
+  for (const auto& s : r.stragglers) {
+    json j = {{"host", s.key.host < r.hosts.size() ? r.hosts[s.key.host] : std::string()},
+              {"gpu", s.key.gpu},
+              {"slowdown", std::round(s.slowdown * 100) / 100}};
+    if (!s.throttle.empty()) j["throttle"] = s.throttle;
+    stragglers.push_back(std::move(j));
+  }
+  out["stragglers"] = std::move(stragglers);
   return out;
 }
 

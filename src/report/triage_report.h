@@ -22,6 +22,7 @@ struct TriageReport {
   std::vector<triage::TriageEvent> events;
   std::vector<triage::HangEpisode> hang_episodes;
   std::vector<triage::CheckpointEpisode> checkpoints;
+  std::vector<triage::Straggler> stragglers;
   std::vector<std::string> warnings;  // documented skips from the readers
   std::vector<std::string> notes;     // from the engine
   int64_t first_ms = 0;

@@ -93,6 +93,8 @@ void TriageEngine::Add(const GpuSample& s) {
   if (s.util_mem_pct) ++sig.memory_utilization;
   if (s.sm_activity_ratio || s.tensor_activity_ratio || s.dram_bw_util_ratio) ++sig.activity;
   if (s.gpu_lost) ++sig.lost;
+  stragglers_.AddClockReasons(s.key, s.timestamp_ms, s.clock_event_reasons,
+                              s.util_gpu_pct && *s.util_gpu_pct >= 50);
   first_ms_ = std::min(first_ms_, s.timestamp_ms);
   last_ms_ = std::max(last_ms_, s.timestamp_ms);
   // Other GPUs' staleness is judged by their spacing as of now, so it is kept current.
@@ -248,6 +250,8 @@ void TriageEngine::Account(const Record& r) {
   if (r.state == GpuState::kCompute || r.state == GpuState::kCommunication) {
     st.seconds[static_cast<size_t>(GpuState::kCompute)] += r.compute_share * r.dt_s;
     st.seconds[static_cast<size_t>(GpuState::kCommunication)] += (1 - r.compute_share) * r.dt_s;
+    stragglers_.AddTraining(r.key, r.t_ms, r.compute_share * r.dt_s,
+                            (1 - r.compute_share) * r.dt_s);
   } else {
     st.seconds[static_cast<size_t>(r.state)] += r.dt_s;
   }

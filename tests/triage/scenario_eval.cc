@@ -104,6 +104,7 @@ ScenarioScore RunAndScore(const sim::ScenarioConfig& config, const triage::Triag
                                    kGpuStateNames[k.second], v.first, v.second / 1000.0);
   }
   score.found = engine.hang_episodes();
+  score.stragglers = engine.stragglers();
   score.truth = simulator.truth_hangs();
   double c = 0, m = 0;
   for (const auto& g : engine.gpu_stats()) {

@@ -76,6 +76,23 @@ TEST_P(ScenarioTest, MatchesGroundTruth) {
     EXPECT_EQ(f.culprits, t.culprits);
     EXPECT_FALSE(f.reasons.empty());
   }
+  // Stragglers: the slow rank named, how much slower, and why when its clocks say so; nobody
+  // else, and nobody in a scenario without one.
+  std::string named;
+  for (const auto& st : s.stragglers) {
+    named += fmt::format(" {}/{} x{:.2f} '{}'", st.key.host, st.key.gpu, st.slowdown, st.throttle);
+  }
+  if (config->straggler_rank >= 0 && c.interval_ms <= 1000) {
+    ASSERT_EQ(s.stragglers.size(), 1u) << named;
+    const int rank = s.stragglers[0].key.host * config->gpus_per_host + s.stragglers[0].key.gpu;
+    EXPECT_EQ(rank, config->straggler_rank) << named;
+    EXPECT_NEAR(s.stragglers[0].slowdown / config->straggler_slowdown, 1, 0.2) << named;
+    EXPECT_EQ(s.stragglers[0].throttle.find("power cap") != std::string::npos,
+              config->straggler_throttled)
+        << named;
+  } else if (config->straggler_rank < 0) {
+    EXPECT_TRUE(s.stragglers.empty()) << named;
+  }
   // The communication share is measured where the sampling resolves steps, and said to be
   // unknown (with the reason) where it does not, never a wrong number.
   if (c.interval_ms >= 15000) {
@@ -83,7 +100,9 @@ TEST_P(ScenarioTest, MatchesGroundTruth) {
   } else {
     EXPECT_EQ(s.comm_share_unknown, "");
     if (s.truth_comm_share > 0) {
-      EXPECT_NEAR(s.comm_share, s.truth_comm_share, 0.05);
+      // A straggler's peers wait in short spins between compute and the collective: three power
+      // levels within one ~1 s average blur the split a little more.
+      EXPECT_NEAR(s.comm_share, s.truth_comm_share, config->straggler_rank >= 0 ? 0.08 : 0.05);
     }
   }
 }

@@ -87,8 +87,8 @@ struct Simulator::GpuSim {
 };
 
 std::vector<std::string> ScenarioNames() {
-  return {"healthy",   "starvation", "checkpoint-all", "checkpoint-rank0",
-          "hang-spin", "hang-exit",  "multi-host",     "field-report"};
+  return {"healthy",   "starvation", "checkpoint-all", "checkpoint-rank0", "hang-spin",
+          "hang-exit", "multi-host", "field-report",   "straggler",        "straggler-throttled"};
 }
 
 Result<ScenarioConfig> MakeScenario(const std::string& name, const ScenarioOptions& options) {
@@ -219,6 +219,15 @@ Result<ScenarioConfig> MakeScenario(const std::string& name, const ScenarioOptio
     c.phases.push_back({K::kTrain, 60, {}});
     c.phases.push_back({K::kHangSpin, 300, {world / 2 + 3}, 4});
     c.phases.push_back({K::kNoProcess, 10, {}});
+  } else if (name == "straggler" || name == "straggler-throttled") {
+    // One rank consistently slower (a degraded board, a power cap): the others wait for it in
+    // every step's collective.
+    prologue();
+    c.phases.push_back({K::kTrain, 300, {}});
+    c.phases.push_back({K::kNoProcess, 8, {}});
+    c.straggler_rank = culprit;
+    c.straggler_slowdown = 1.25 + 0.2 * u01(rng);
+    c.straggler_throttled = name == "straggler-throttled";
   } else {
     std::string names;
     for (const auto& n : ScenarioNames()) names += " " + n;
@@ -281,7 +290,10 @@ Simulator::Instant Simulator::InstantAt(int rank, double t_s) {
   const double writer_w = m.idle_w + 0.11 * range;
   const double spin_w = std::min(cap, m.spin_w > 0 ? m.spin_w : m.idle_w + 0.12 * range);
   const double comm_w = std::min(cap, m.idle_w + 0.33 * range);
-  const double compute_w = std::min(cap, (m.idle_w + 0.8 * range) * gpu.compute_factor);
+  double compute_w = std::min(cap, (m.idle_w + 0.8 * range) * gpu.compute_factor);
+  if (config_.straggler_throttled && rank == config_.straggler_rank) {
+    compute_w = m.idle_w + 0.85 * (compute_w - m.idle_w);  // held at its (lower) cap
+  }
   const bool singled_out =
       std::find(phase.ranks.begin(), phase.ranks.end(), rank) != phase.ranks.end();
 
@@ -297,7 +309,17 @@ Simulator::Instant Simulator::InstantAt(int rank, double t_s) {
     in.busy = true;
     in.process = true;
     in.mem_mib = gpu.model_mem_mib;
-    if (u < c / 2 || u >= 1 - c / 2) {
+    // With a straggler, the step's compute is the straggler's; the others finish theirs sooner
+    // and spin in the collective until it arrives (labelled communication: they wait on it).
+    const bool straggling = config_.straggler_rank >= 0 && label_compute == GpuState::kCompute;
+    const double own_compute_end = straggling && rank != config_.straggler_rank
+                                       ? c / 2 + (1 - c) / std::max(1.0, config_.straggler_slowdown)
+                                       : 1 - c / 2;
+    if (straggling && u >= own_compute_end && u < 1 - c / 2) {
+      in.truth = GpuState::kCommunication;
+      in.power_w = spin_w;
+      in.util_mem_pct = 0;
+    } else if (u < c / 2 || u >= 1 - c / 2) {
       in.truth = label_compute == GpuState::kCompute ? GpuState::kCommunication : label_compute;
       in.power_w = comm_w;
       in.util_mem_pct = 15;
@@ -486,6 +508,11 @@ bool Simulator::NextTick(std::vector<GpuSample>* samples, std::vector<TruthLabel
     if (last.busy && last.power_w >= cap - 1e-9 && demand > cap) {
       clock = m.max_sm_clock_mhz * std::max(0.5, (cap - m.idle_w) / (demand - m.idle_w));
       reasons |= 0x4;
+    }
+    if (config_.straggler_throttled && g.rank == config_.straggler_rank && last.busy &&
+        last.truth == GpuState::kCompute) {
+      clock *= 0.8;
+      reasons |= 0x4;  // sw_power_cap
     }
     out.sm_clock_mhz = std::round(clock);
     out.mem_clock_mhz = m.mem_clock_mhz;

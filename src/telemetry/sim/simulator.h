@@ -70,6 +70,12 @@ struct ScenarioConfig {
   // Samples carry DCGM's PROF activity fields (engine, SM, occupancy, tensor, DRAM; NVLink and
   // PCIe bytes), averaged over the sample interval as DCGM does. nvidia-smi formats drop them.
   bool activity_counters = true;
+  // A straggler (scenarios straggler, straggler-throttled): this global rank computes each step
+  // straggler_slowdown times as long as the others, which wait for it in the step's collective;
+  // throttled: because its board is power capped (lower power, sw_power_cap set). -1: none.
+  int straggler_rank = -1;
+  double straggler_slowdown = 1;
+  bool straggler_throttled = false;
   int64_t start_unix_ms = 1763465360000;  // 2025-11-18T11:29:20Z
   std::vector<Phase> phases;
 };
@@ -88,7 +94,7 @@ struct TruthLabel {
 };
 
 // Names of built-in scenarios: healthy, starvation, checkpoint-all, checkpoint-rank0, hang-spin,
-// hang-exit, multi-host, field-report.
+// hang-exit, multi-host, field-report, straggler, straggler-throttled.
 std::vector<std::string> ScenarioNames();
 
 struct ScenarioOptions {
