@@ -98,12 +98,28 @@ int64_t StragglerTracker::Chunk(int64_t t_ms) const {
   return t_ms >= 0 ? t_ms / chunk_ms : -((-t_ms + chunk_ms - 1) / chunk_ms);
 }
 
-void StragglerTracker::AddTraining(GpuKey key, int64_t t_ms, double compute_s, double wait_s) {
-  if (compute_s + wait_s > options_.max_sample_s) return;
+RankTiming& StragglerTracker::At(GpuKey key, int64_t t_ms) {
   const int64_t c = Chunk(t_ms);
-  RankTiming& r = by_chunk_[{key, c}];
+  std::vector<RankTiming>& chunks = by_gpu_[(static_cast<uint32_t>(key.host) << 16) | key.gpu];
+  for (auto it = chunks.rbegin(); it != chunks.rend(); ++it) {
+    if (it->chunk == c) return *it;
+    if (it->chunk < c) break;
+  }
+  RankTiming r;
   r.key = key;
   r.chunk = c;
+  chunks.push_back(r);
+  std::sort(chunks.begin(), chunks.end(),
+            [](const RankTiming& a, const RankTiming& b) { return a.chunk < b.chunk; });
+  for (RankTiming& x : chunks) {
+    if (x.chunk == c) return x;
+  }
+  return chunks.back();  // not reached
+}
+
+void StragglerTracker::AddTraining(GpuKey key, int64_t t_ms, double compute_s, double wait_s) {
+  if (compute_s + wait_s > options_.max_sample_s) return;
+  RankTiming& r = At(key, t_ms);
   r.compute_s += compute_s;
   r.wait_s += wait_s;
 }
@@ -111,10 +127,7 @@ void StragglerTracker::AddTraining(GpuKey key, int64_t t_ms, double compute_s, d
 void StragglerTracker::AddClockReasons(GpuKey key, int64_t t_ms, std::optional<uint64_t> reasons,
                                        bool busy) {
   if (!reasons || !busy) return;
-  const int64_t c = Chunk(t_ms);
-  RankTiming& r = by_chunk_[{key, c}];
-  r.key = key;
-  r.chunk = c;
+  RankTiming& r = At(key, t_ms);
   ++r.samples;
   if (*reasons & (kClockReasonSwPowerCap | kClockReasonHwPowerBrake)) ++r.power_capped;
   if (*reasons & (kClockReasonSwThermal | kClockReasonHwThermal)) ++r.thermal;
@@ -122,7 +135,7 @@ void StragglerTracker::AddClockReasons(GpuKey key, int64_t t_ms, std::optional<u
 
 std::vector<RankTiming> StragglerTracker::timings() const {
   std::vector<RankTiming> out;
-  for (const auto& [k, r] : by_chunk_) out.push_back(r);
+  for (const auto& [k, chunks] : by_gpu_) out.insert(out.end(), chunks.begin(), chunks.end());
   return out;
 }
 

@@ -15,6 +15,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "core/sample.h"
@@ -91,8 +92,11 @@ class StragglerTracker {
 
  private:
   int64_t Chunk(int64_t t_ms) const;
+  // The GPU's timing for the chunk of t_ms. Called per sample (the engine's hot loop): a hash
+  // lookup, then the GPU's newest chunk (samples of a GPU come in time order).
+  RankTiming& At(GpuKey key, int64_t t_ms);
   StragglerOptions options_;
-  std::map<std::pair<GpuKey, int64_t>, RankTiming> by_chunk_;
+  std::unordered_map<uint32_t, std::vector<RankTiming>> by_gpu_;  // chunks in time order
 };
 
 }  // namespace ww::triage
