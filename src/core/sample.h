@@ -41,6 +41,9 @@ struct GpuSample {
   std::optional<double> pcie_rx_bytes_per_s;
   std::optional<double> nvlink_tx_bytes_per_s;
   std::optional<double> nvlink_rx_bytes_per_s;
+  // DCGM PROF GR_ENGINE_ACTIVE (dmon GRACT): share of the interval the graphics/compute engine
+  // was busy, 0..1. A rank spinning in a collective keeps it ~1 with SM activity ~0.
+  std::optional<double> gr_engine_active_ratio;
   std::optional<double> sm_activity_ratio;      // GPM, 0..1
   std::optional<double> sm_occupancy_ratio;     // GPM, 0..1
   std::optional<double> tensor_activity_ratio;  // GPM, 0..1

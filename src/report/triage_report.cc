@@ -80,8 +80,17 @@ std::optional<double> TriageReport::comm_share() const {
     c += g.seconds[static_cast<size_t>(GpuState::kCompute)];
     m += g.seconds[static_cast<size_t>(GpuState::kCommunication)];
   }
-  if (c + m <= 0) return std::nullopt;
+  if (c + m <= 0 || !comm_share_unknown().empty()) return std::nullopt;
   return m / (c + m);
+}
+
+std::string TriageReport::comm_share_unknown() const {
+  for (const auto& g : gpus) {
+    const double t = g.seconds[static_cast<size_t>(GpuState::kCompute)] +
+                     g.seconds[static_cast<size_t>(GpuState::kCommunication)];
+    if (t > 0 && !g.comm_share_unknown.empty()) return g.comm_share_unknown;
+  }
+  return "";
 }
 
 TriageReport MakeReport(const triage::TriageEngine& engine, std::vector<std::string> hosts,
@@ -94,11 +103,15 @@ TriageReport MakeReport(const triage::TriageEngine& engine, std::vector<std::str
   }
   r.events = engine.events();
   r.hang_episodes = engine.hang_episodes();
+  r.stragglers = engine.stragglers();
   for (const auto& c : engine.checkpoints()) {
     if (c.end_ms - c.start_ms >= 50) r.checkpoints.push_back(c);
   }
   r.warnings = std::move(warnings);
   r.notes = engine.notes();
+  if (const std::string why = r.comm_share_unknown(); !why.empty()) {
+    r.notes.push_back("communication share unknown: " + why);
+  }
   // What the signals cannot show, once per reason with the GPUs it holds for.
   std::vector<std::pair<std::string, std::vector<GpuKey>>> limits;
   for (size_t i = 0; i < r.gpus.size(); ++i) {
@@ -220,6 +233,15 @@ std::string RenderText(const TriageReport& r, bool color) {
     if (!lines.empty()) out += "\nEvidence (fields the logs lack, and what that costs):\n";
     for (const auto& l : lines) out += "  " + l + "\n";
   }
+  if (!r.stragglers.empty()) {
+    out += fmt::format("\nStragglers: {} (the others wait for them in every step)\n",
+                       r.stragglers.size());
+    for (const auto& s : r.stragglers) {
+      out +=
+          fmt::format("  {}: computes {:.2f}x as long as the median rank{}\n", GpuLabel(r, s.key),
+                      s.slowdown, s.throttle.empty() ? "" : "; throttled: " + s.throttle);
+    }
+  }
 
   out += "\nShare of time per state (comm share = communication / (compute + communication)):\n";
   out += fmt::format("{:<14} {:>4} {:>7} {:>8} {:>7} {:>8} {:>7} {:>6} {:>6}\n", "host", "gpu",
@@ -246,7 +268,8 @@ std::string RenderText(const TriageReport& r, bool color) {
           s == 1 || s == 3 ? 8 : (s == 5 ? 6 : 7));
     }
     auto cs = g.comm_share();
-    row += fmt::format(" {:>6}", cs ? fmt::format("{:.0f}%", 100 * *cs) : std::string("-"));
+    row += fmt::format(" {:>6}", cs ? fmt::format("{:.0f}%", 100 * *cs)
+                                    : std::string(g.comm_share_unknown.empty() ? "-" : "?"));
     out += row + "\n";
   }
   double job_total = 0;
@@ -258,7 +281,8 @@ std::string RenderText(const TriageReport& r, bool color) {
                          s == 1 || s == 3 ? 8 : (s == 5 ? 6 : 7));
     }
     auto cs = r.comm_share();
-    row += fmt::format(" {:>6}", cs ? fmt::format("{:.0f}%", 100 * *cs) : std::string("-"));
+    row += fmt::format(" {:>6}", cs ? fmt::format("{:.0f}%", 100 * *cs)
+                                    : std::string(r.comm_share_unknown().empty() ? "-" : "?"));
     out += row + "\n";
   }
   if (!r.notes.empty() || !r.warnings.empty()) out += "\n";
@@ -298,6 +322,7 @@ nlohmann::json RenderJson(const TriageReport& r) {
       }
       auto cs = g.comm_share();
       gj["comm_share"] = cs ? json(std::round(*cs * 10000) / 10000) : json(nullptr);
+      if (!g.comm_share_unknown.empty()) gj["comm_share_unknown"] = g.comm_share_unknown;
       gpus.push_back(std::move(gj));
     }
     json host = {{"host", r.hosts[h]}, {"gpus", std::move(gpus)}};
@@ -342,16 +367,27 @@ nlohmann::json RenderJson(const TriageReport& r) {
     }
   }
   auto cs = r.comm_share();
-  return {{"start", ts(r.first_ms)},
-          {"end", ts(r.last_ms)},
-          {"hosts", hosts},
-          {"hang_episodes", episodes},
-          {"wasted_gpu_hours", std::round(r.wasted_gpu_hours() * 10000) / 10000},
-          {"comm_share", cs ? json(std::round(*cs * 10000) / 10000) : json(nullptr)},
-          {"checkpoints", checkpoints},
-          {"events", events},
-          {"notes", r.notes},
-          {"warnings", r.warnings}};
+  json out = {{"start", ts(r.first_ms)},
+              {"end", ts(r.last_ms)},
+              {"hosts", hosts},
+              {"hang_episodes", episodes},
+              {"wasted_gpu_hours", std::round(r.wasted_gpu_hours() * 10000) / 10000},
+              {"comm_share", cs ? json(std::round(*cs * 10000) / 10000) : json(nullptr)},
+              {"checkpoints", checkpoints},
+              {"events", events},
+              {"notes", r.notes},
+              {"warnings", r.warnings}};
+  if (const std::string why = r.comm_share_unknown(); !why.empty()) out["comm_share_unknown"] = why;
+  json stragglers = json::array();
+  for (const auto& s : r.stragglers) {
+    json j = {{"host", s.key.host < r.hosts.size() ? r.hosts[s.key.host] : std::string()},
+              {"gpu", s.key.gpu},
+              {"slowdown", std::round(s.slowdown * 100) / 100}};
+    if (!s.throttle.empty()) j["throttle"] = s.throttle;
+    stragglers.push_back(std::move(j));
+  }
+  out["stragglers"] = std::move(stragglers);
+  return out;
 }
 
 }  // namespace ww::report

@@ -22,6 +22,7 @@ struct TriageReport {
   std::vector<triage::TriageEvent> events;
   std::vector<triage::HangEpisode> hang_episodes;
   std::vector<triage::CheckpointEpisode> checkpoints;
+  std::vector<triage::Straggler> stragglers;
   std::vector<std::string> warnings;  // documented skips from the readers
   std::vector<std::string> notes;     // from the engine
   int64_t first_ms = 0;
@@ -29,8 +30,12 @@ struct TriageReport {
   bool with_zone = false;  // print timestamps with "Z" (the input carried a zone)
 
   double wasted_gpu_hours() const;
-  // Job-wide communication share of training time; nullopt without training.
+  // Job-wide communication share of training time; nullopt without training, or when a GPU's
+  // is unknown (comm_share_unknown() says why).
   std::optional<double> comm_share() const;
+  // The reason the communication share is unknown (the first GPU with training time whose share
+  // is), or "" when it is measured.
+  std::string comm_share_unknown() const;
 };
 
 // Collects a finished engine's results. Checkpoints shorter than 50 ms (0.0 s as printed: one

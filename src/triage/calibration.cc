@@ -15,6 +15,13 @@ constexpr size_t kBins = 2600;  // 0 .. 5200 W
 // With no limit and no table entry: an idle floor is typically 8-14 % of the board's limit
 // (H100 70/700 W, A100 55/400 W, L40S 35/350 W), so the limit is at least ~7x the floor.
 constexpr double kFloorToTopPrior = 7.0;
+// Collectives that move data draw ~1/3 of the design range (Thresholds::comm_level_frac); a spin
+// cluster must sit at least kSpinBelowCommFrac of the range below that, and hold at least
+// kSpinMinReadings readings (and kSpinMinShare of the pegged ones).
+constexpr double kCommLevelFrac = 0.33;
+constexpr double kSpinBelowCommFrac = 0.05;
+constexpr uint64_t kSpinMinReadings = 8;
+constexpr double kSpinMinShare = 0.02;
 
 size_t Bin(double w) {
   if (w <= 0) return 0;
@@ -52,6 +59,12 @@ void PowerCalibration::Add(double power_w, std::optional<double> util_pct,
   if (util_pct && *util_pct >= 90) {
     ++busy_hist_[Bin(power_w)];
     ++busy_count_;
+    // Pegged readings below the communication level may be a spin: learn its level at once
+    // rather than at the next scheduled recompute (which is thousands of readings apart).
+    if (!spin_w_ && power_w < floor_w_ + kCommLevelFrac * design_range_w() &&
+        ++low_busy_since_recompute_ >= std::max<uint64_t>(kSpinMinReadings, busy_count_ / 200)) {
+      since_recompute_ = 1 << 30;
+    }
   }
   // Cheap enough to redo every few hundred readings; early on, often, so priors give way fast.
   const uint64_t every = all_count_ < 256 ? 32 : (all_count_ < 4096 ? 256 : 4096);
@@ -151,6 +164,48 @@ void PowerCalibration::Recompute() {
   const double implied_top = floor_w_ + (compute_w_ - floor_w_) / 0.8;
   design_top_w_ = table_tdp_w_ ? *table_tdp_w_ : std::max(limit_w_.value_or(0), implied_top);
   if (design_top_w_ < floor_w_ + 1) design_top_w_ = top_w_;
+  LearnSpinLevel();
+}
+
+void PowerCalibration::LearnSpinLevel() {
+  low_busy_since_recompute_ = 0;
+  spin_w_.reset();
+  const double range = design_range_w();
+  if (busy_count_ < kSpinMinReadings || range <= 1) return;
+  // The densest +-8 W cluster of pegged readings between the floor and the communication
+  // level's lower edge: ranks polling in a collective (or at the lowest, an idle board reading
+  // 100 % under a tight polling loop, which is the same thing for the job).
+  const size_t lo = Bin(floor_w_);
+  const size_t hi = Bin(floor_w_ + (kCommLevelFrac - kSpinBelowCommFrac) * range);
+  constexpr size_t kHalf = 4;
+  double best = 0;
+  size_t best_bin = 0;
+  for (size_t c = lo; c <= hi && c < busy_hist_.size(); ++c) {
+    double w = 0;
+    for (size_t k = c >= kHalf ? c - kHalf : 0; k <= c + kHalf && k < busy_hist_.size(); ++k) {
+      w += busy_hist_[k];
+    }
+    if (w > best) {
+      best = w;
+      best_bin = c;
+    }
+  }
+  const double need = std::max(static_cast<double>(kSpinMinReadings),
+                               kSpinMinShare * static_cast<double>(busy_count_));
+  if (best < need) return;
+  // The cluster's mean: the densest window's first bin may sit at the cluster's lower edge.
+  double sum = 0;
+  for (size_t k = best_bin >= kHalf ? best_bin - kHalf : 0;
+       k <= best_bin + kHalf && k < busy_hist_.size(); ++k) {
+    sum += busy_hist_[k] * (static_cast<double>(k) + 0.5) * kBinW;
+  }
+  spin_w_ = sum / best;
+}
+
+std::optional<double> PowerCalibration::SpinThresholdFrac(double comm_level_frac) const {
+  if (!spin_w_) return std::nullopt;
+  const double comm_w = floor_w_ + comm_level_frac * design_range_w();
+  return Normalize(*spin_w_ + 0.5 * (comm_w - *spin_w_));
 }
 
 std::optional<std::string> PowerCalibration::implausible_limit_note() const {

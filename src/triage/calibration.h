@@ -31,6 +31,16 @@ class PowerCalibration {
   // Typical power while computing (util >= 90 %), from the readings; prior until seen.
   double compute_level_w() const { return compute_w_; }
 
+  // Power of a rank spinning in a collective, learned from the trace: the lowest cluster of
+  // readings at >= 90 % utilization, well below where collectives that move data sit
+  // (comm_level_frac of the design range). nullopt until such a cluster is seen. Spin power
+  // differs by generation (an A100 at ~35 % of its limit, an H100 at ~20 %), so a fixed share
+  // of the range would miss some boards' spins.
+  std::optional<double> spin_level_w() const { return spin_w_; }
+  // The power fraction below which a pegged reading is a spin: halfway from the learned spin
+  // level to the communication level; nullopt while no spin level is learned.
+  std::optional<double> SpinThresholdFrac(double comm_level_frac) const;
+
   // Power as a fraction of [floor, top].
   double Normalize(double power_w) const {
     const double range = top_w_ - floor_w_;
@@ -45,6 +55,7 @@ class PowerCalibration {
 
  private:
   void Recompute();
+  void LearnSpinLevel();
   static double Percentile(const std::vector<uint32_t>& hist, uint64_t total, double q);
 
   std::optional<double> table_tdp_w_;
@@ -63,6 +74,8 @@ class PowerCalibration {
   double design_top_w_ = 0;
   double compute_w_ = 0;
   bool top_from_observation_ = false;
+  std::optional<double> spin_w_;
+  uint64_t low_busy_since_recompute_ = 0;  // pegged readings below the comm level, not yet used
 };
 
 }  // namespace ww::triage

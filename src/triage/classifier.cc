@@ -26,7 +26,12 @@ LocalClass ClassifyLocal(const LocalInput& in, const Thresholds& t) {
   }
   const double u = *in.util_pct;
   if (no_process && u < t.busy_util_pct) return LocalClass::kGone;
-  if (u >= t.spin_util_pct && in.power_frac && *in.power_frac < t.spin_power_frac) {
+  if (u >= t.spin_util_pct && in.sm_activity) {
+    // The SMs say what the engine's "busy" is: polling (a spin) or work.
+    return *in.sm_activity < t.spin_sm_activity_max ? LocalClass::kSpin : LocalClass::kBusy;
+  }
+  if (u >= t.spin_util_pct && in.power_frac &&
+      *in.power_frac < std::max(t.spin_power_frac, in.spin_power_frac.value_or(0))) {
     return LocalClass::kSpin;
   }
   if (u >= t.busy_util_pct) return LocalClass::kBusy;
@@ -47,7 +52,7 @@ bool IsStarved(const WindowStats& w, LocalClass now, ProcState proc, const Thres
   // between (coarse sampling averages a burst and a gap into one reading). One change of phase
   // (training stops for a checkpoint) is neither.
   if (w.transitions >= t.starve_min_transitions && w.busy > 0 && w.low > 0) return true;
-  return w.partial * 100 >= w.samples * t.starve_partial_pct;
+  return std::max(w.partial, w.midband) * 100 >= w.samples * t.starve_partial_pct;
 }
 
 JobMode ClassifyJob(const JobCounts& c) {

@@ -17,8 +17,11 @@
 namespace ww::triage {
 
 struct Thresholds {
-  double spin_util_pct = 90;       // a spinning collective reads (nearly) 100 %
-  double spin_power_frac = 0.25;   // ... at low power: below this share of [floor, top]
+  double spin_util_pct = 90;  // a spinning collective reads (nearly) 100 %
+  // ... at low power: below this share of [floor, top], or below the board's own threshold
+  // learned from the trace (calibration.h) where that is higher. 0.28: an A100 spins at ~0.25
+  // of its range (~35 % of its limit), an H100 at ~0.12; collectives moving data sit at ~0.33.
+  double spin_power_frac = 0.28;
   double busy_util_pct = 50;       // at or above: kernels run most of the sample period
   double low_util_pct = 20;        // below: no kernels to speak of (a saving rank reads 0-10 %)
   double process_mem_mib = 300;    // below: no process (the driver alone holds ~0-130 MiB)
@@ -33,6 +36,11 @@ struct Thresholds {
   int starve_partial_pct = 30;
   int starve_min_samples = 3;     // a window with fewer samples says nothing about a pattern
   double busy_power_frac = 0.45;  // without utilization, power at this share of the range: kernels
+  // DCGM's SM activity (the share of SMs with a warp, averaged over its interval) below this at
+  // pegged utilization: a polling kernel on a few SMs, i.e. a spin, whatever the power says. An
+  // NCCL transfer keeps ~0.1-0.25 busy, compute ~0.8-0.95. Averaged over 15-30 s this is the
+  // better signal: power there is one ~1 s reading of the interval.
+  double spin_sm_activity_max = 0.08;
 };
 
 // What the memory reading says about the process on this GPU.
@@ -59,6 +67,10 @@ struct LocalInput {
   std::optional<double> util_pct;
   std::optional<double> power_frac;  // power normalized to [floor, top]
   ProcState proc = ProcState::kUnknown;
+  // The board's own spin threshold (power fraction), learned from the trace; used where it is
+  // above Thresholds::spin_power_frac.
+  std::optional<double> spin_power_frac;
+  std::optional<double> sm_activity;  // DCGM SM activity, 0..1, when logged
 };
 
 LocalClass ClassifyLocal(const LocalInput& in, const Thresholds& t);
@@ -70,6 +82,10 @@ struct WindowStats {
   int low = 0;
   int partial = 0;
   int transitions = 0;  // busy<->low flips between consecutive samples
+  // Readings between low_util_pct and spin_util_pct: kernels part of the period. At 15-30 s
+  // sampling a starving GPU reads 30-70 % (bursts and waits averaged into one reading) where a
+  // training GPU reads ~100 % (collectives count as busy), so these mean starvation too.
+  int midband = 0;
   double util_sum = 0;
   int util_samples = 0;
 };

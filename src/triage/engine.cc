@@ -47,7 +47,7 @@ double GpuStats::total_seconds() const {
 std::optional<double> GpuStats::comm_share() const {
   const double c = seconds[static_cast<size_t>(GpuState::kCompute)];
   const double m = seconds[static_cast<size_t>(GpuState::kCommunication)];
-  if (c + m <= 0) return std::nullopt;
+  if (c + m <= 0 || !comm_share_unknown.empty()) return std::nullopt;
   return m / (c + m);
 }
 
@@ -97,6 +97,8 @@ void TriageEngine::Add(const GpuSample& s) {
   if (s.util_mem_pct) ++sig.memory_utilization;
   if (s.sm_activity_ratio || s.tensor_activity_ratio || s.dram_bw_util_ratio) ++sig.activity;
   if (s.gpu_lost) ++sig.lost;
+  stragglers_.AddClockReasons(s.key, s.timestamp_ms, s.clock_event_reasons,
+                              s.util_gpu_pct && *s.util_gpu_pct >= 50);
   first_ms_ = std::min(first_ms_, s.timestamp_ms);
   last_ms_ = std::max(last_ms_, s.timestamp_ms);
   // Other GPUs' staleness is judged by their spacing as of now, so it is kept current.
@@ -313,6 +315,8 @@ void TriageEngine::Account(const Record& r) {
   if (r.state == GpuState::kCompute || r.state == GpuState::kCommunication) {
     st.seconds[static_cast<size_t>(GpuState::kCompute)] += r.compute_share * r.dt_s;
     st.seconds[static_cast<size_t>(GpuState::kCommunication)] += (1 - r.compute_share) * r.dt_s;
+    stragglers_.AddTraining(r.key, r.t_ms, r.compute_share * r.dt_s,
+                            (1 - r.compute_share) * r.dt_s);
   } else {
     st.seconds[static_cast<size_t>(r.state)] += r.dt_s;
   }
@@ -369,6 +373,7 @@ std::vector<GpuStats> TriageEngine::gpu_stats() const {
       compute = 0;
     }
     s.calibration = gp->windows.calibration().source();
+    s.comm_share_unknown = gp->windows.comm_share_unknown_reason().value_or("");
     s.implausible_limit_note = gp->windows.calibration().implausible_limit_note().value_or("");
     out.push_back(std::move(s));
   }

@@ -30,6 +30,7 @@
 #include "triage/episodes.h"
 #include "triage/host_clock.h"
 #include "triage/options.h"
+#include "triage/stragglers.h"
 
 namespace ww::triage {
 
@@ -73,7 +74,9 @@ struct GpuStats {
   int64_t samples = 0;
   std::array<double, kNumGpuStates> seconds{};
   double total_seconds() const;
-  // communication / (compute + communication); nullopt without training time.
+  // Why the communication share is unknown (features.h); empty when it is measured.
+  std::string comm_share_unknown;
+  // communication / (compute + communication); nullopt without training time or when unknown.
   std::optional<double> comm_share() const;
 };
 
@@ -125,6 +128,8 @@ class TriageEngine {
   // Notes for the user: e.g. a spin at the end of the log too short to confirm, a host clock
   // that disagrees with the others. (Per-GPU notes are in gpu_stats().)
   std::vector<std::string> notes() const;
+  // Ranks consistently slower than their peers over training (stragglers.h).
+  std::vector<Straggler> stragglers() const { return stragglers_.Find(); }
   // Lost GPUs and gaps, in the order seen.
   const std::vector<TriageEvent>& events() const { return events_; }
   double wasted_gpu_hours() const;
@@ -162,6 +167,7 @@ class TriageEngine {
   QuietTracker quiet_;
   JobEndTracker job_end_;
   int job_gpus_seen_ = 0;  // GPUs that held the job's process at some time
+  StragglerTracker stragglers_;
   std::vector<TriageEvent> events_;
   std::vector<std::vector<WorkTransition>> transitions_;  // by host, for host_skews()
   size_t transitions_total_ = 0;

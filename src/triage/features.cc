@@ -1,5 +1,7 @@
 #include "triage/features.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -24,7 +26,10 @@ bool GpuWindows::Add(const GpuSample& s) {
   double dt_s = 0;
   if (last_in_ms_ != std::numeric_limits<int64_t>::min()) {
     const double gap = static_cast<double>(s.timestamp_ms - last_in_ms_) / 1000.0;
-    if (gap <= options_.max_gap_s) dt_s = gap;
+    // A gap is missing data when it is long for this log's own spacing: 15-30 s between two
+    // dcgm-exporter scrapes is the normal rhythm, not a hole (the first gap sets the spacing).
+    const double spacing_s = interval_s_ > 0 ? interval_s_ : std::min(gap, options_.max_interval_s);
+    if (gap <= std::max(options_.max_gap_s, options_.stale_intervals * spacing_s)) dt_s = gap;
     const double w = options_.interval_ewma_weight;
     interval_s_ =
         interval_s_ == 0 ? gap : (1 - w) * interval_s_ + w * std::min(gap, options_.max_interval_s);
@@ -47,6 +52,8 @@ bool GpuWindows::Add(const GpuSample& s) {
   in.util_pct = s.util_gpu_pct;
   if (power) in.power_frac = p.power_frac;
   in.proc = p.proc;
+  in.spin_power_frac = cal_.SpinThresholdFrac(options_.thresholds.comm_level_frac);
+  in.sm_activity = s.sm_activity_ratio;
   p.cls = ClassifyLocal(in, options_.thresholds);
   p.lost = s.gpu_lost;
   if (p.lost) {
@@ -105,6 +112,14 @@ bool GpuWindows::NextReady(SampleFeatures* out) {
   return true;
 }
 
+std::optional<std::string> GpuWindows::comm_share_unknown_reason() const {
+  if (interval_s_ <= options_.comm_share_max_interval_s) return std::nullopt;
+  return fmt::format(
+      "power is a ~1 s average read every {:.0f} s: how steps split between compute and "
+      "collectives is not sampled (log at {:.0f} s or finer to measure it)",
+      interval_s_, options_.comm_share_max_interval_s);
+}
+
 std::optional<int64_t> GpuWindows::next_unclassified_ms() const {
   if (cursor_ >= win_.size()) return std::nullopt;
   return win_[cursor_].t_ms;
@@ -121,6 +136,10 @@ SampleFeatures GpuWindows::Classify(size_t index) {
     if (q.util_pct) {
       w_.util_sum += sign * *q.util_pct;
       w_.util_samples += sign;
+      if (*q.util_pct >= options_.thresholds.low_util_pct &&
+          *q.util_pct < options_.thresholds.spin_util_pct) {
+        w_.midband += sign;
+      }
     }
     if (IsBusyLike(q.cls)) w_.busy += sign;
     if (q.cls == LocalClass::kLow) w_.low += sign;

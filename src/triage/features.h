@@ -55,6 +55,10 @@ class GpuWindows {
 
   // EWMA of the sample spacing, in s (0 before the second sample).
   double interval_s() const { return interval_s_; }
+  // Why the compute/communication split of this GPU's training time cannot be told, or nullopt
+  // when it can: power.draw is a ~1 s average, so at sampling much coarser than that one reading
+  // says nothing about how the rest of the period split between compute and collectives.
+  std::optional<std::string> comm_share_unknown_reason() const;
   const PowerCalibration& calibration() const { return cal_; }
   // Samples held (pending and history): bounded by the window, for tests.
   size_t held_samples() const { return win_.size(); }

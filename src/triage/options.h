@@ -11,12 +11,16 @@ namespace ww::triage {
 
 struct TriageOptions {
   Thresholds thresholds;
-  double hang_confirm_s = 45;  // spin with nobody working this long is a hang
-  double window_s = 12;        // centered window for burst/gap patterns
-  double min_run_s = 0.3;      // a burst or gap shorter than this is a blip
-  double min_spin_s = 1.0;     // a shorter spin is an ordinary collective
-  double debounce_s = 2;       // a hang candidate survives interruptions shorter than this
-  double max_gap_s = 10;       // a longer gap in a GPU's samples counts as no data
+  // Spin with nobody working this long is a hang. 29, not 30: power.draw is a ~1 s average, so
+  // a spin is seen up to a second after it began; this confirms 30 s after the real start, as
+  // the watcher's --confirm-s does (detected_at <= start + 30 s at 100 ms sampling).
+  double hang_confirm_s = 29;
+  double window_s = 12;     // centered window for burst/gap patterns
+  double min_run_s = 0.3;   // a burst or gap shorter than this is a blip
+  double min_spin_s = 1.0;  // a shorter spin is an ordinary collective
+  double debounce_s = 2;    // a hang candidate survives interruptions shorter than this
+  // A longer gap in a GPU's samples (and longer than stale_intervals of its spacing) is no data.
+  double max_gap_s = 10;
   // No GPU of the job sampled for longer than this (or stale_intervals of the sample spacing):
   // a gap in the input. Open episodes end where it starts; nothing is counted across it.
   double job_gap_s = 30;
@@ -40,6 +44,10 @@ struct TriageOptions {
   // max_interval_s: one long pause in a log (a restart) must not make the windows huge.
   double interval_ewma_weight = 0.05;
   double max_interval_s = 60;
+  // Above this sample spacing the communication share is reported as unknown, with the reason:
+  // power.draw averages ~1 s, so a reading every 15 s samples 1 s of the 15 and the split of
+  // the other 14 is a guess (measured: off by up to 0.6 at 30 s on the simulator).
+  double comm_share_max_interval_s = 2.0;
   // Every process of the job gone this long: the job is over, and a relaunch starts afresh (a
   // quiet period before its first compute is start-up again, not a checkpoint).
   double job_end_s = 5;

@@ -3,7 +3,7 @@
 // The GPUs alone say "every rank spins or is gone" (the triage engine's hang candidate). Progress
 // probes then decide: any probe that moved after the candidate began means the job is alive (a
 // checkpoint, a slow step) and the candidate is dismissed. Otherwise the hang is confirmed once the
-// candidate has lasted confirm_s (default 60 s), or confirm_proc_s (default 30 s) when a process
+// candidate has lasted confirm_s (default 30 s), or confirm_proc_s (default 15 s) when a process
 // probe is reading the job's processes and sees nothing move.
 //
 // A probe that sees other hosts (a --peer) is the one signal that can tell a remote rank-0
@@ -21,8 +21,8 @@
 namespace ww::watch {
 
 struct HangPolicyOptions {
-  double confirm_s = 60;
-  double confirm_proc_s = 30;
+  double confirm_s = 30;
+  double confirm_proc_s = 15;
   double peer_unknown_s = 300;  // with a peer unreachable: how long before confirming without it
 };
 

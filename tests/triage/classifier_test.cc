@@ -61,8 +61,9 @@ TEST(ClassifierTest, ClassifyLocal) {
   const std::vector<LocalRow> rows = {
       {100, 0.10, P::kLoaded, L::kSpin, "util pegged at low power: spinning in a collective"},
       {100, 0.05, P::kUnknown, L::kSpin, "spin needs no memory reading"},
-      {95, 0.24, P::kLoaded, L::kSpin, "just under the spin power share"},
-      {95, 0.25, P::kLoaded, L::kBusy, "at the spin power share: real work"},
+      {95, 0.27, P::kLoaded, L::kSpin, "just under the spin power share"},
+      {95, 0.28, P::kLoaded, L::kBusy, "at the spin power share: real work"},
+      {100, 0.25, P::kLoaded, L::kSpin, "an A100 spinning at ~35 % of its limit is a spin"},
       {100, 0.80, P::kLoaded, L::kBusy, "util pegged at working power: compute"},
       {100, std::nullopt, P::kLoaded, L::kBusy, "no power logged: can't call it a spin"},
       {89, 0.10, P::kLoaded, L::kBusy, "not pegged: kernels most of the period, not a spin"},
@@ -81,7 +82,47 @@ TEST(ClassifierTest, ClassifyLocal) {
       {std::nullopt, std::nullopt, P::kUnknown, L::kLow, "no readings at all: not busy"},
   };
   for (const LocalRow& r : rows) {
-    EXPECT_EQ(ClassifyLocal({r.util, r.power_frac, r.proc}, kT), r.want) << r.why;
+    LocalInput in;
+    in.util_pct = r.util;
+    in.power_frac = r.power_frac;
+    in.proc = r.proc;
+    EXPECT_EQ(ClassifyLocal(in, kT), r.want) << r.why;
+  }
+}
+
+// The board's learned spin threshold and DCGM's SM activity.
+struct ActivityRow {
+  double util;
+  std::optional<double> power_frac;
+  std::optional<double> learned_spin_frac;
+  std::optional<double> sm_activity;
+  LocalClass want;
+  const char* why;
+};
+
+TEST(ClassifierTest, ClassifyLocalWithLearnedSpinAndActivity) {
+  using L = LocalClass;
+  const std::vector<ActivityRow> rows = {
+      {100, 0.30, 0.31, std::nullopt, L::kSpin, "under the board's learned threshold"},
+      {100, 0.30, 0.20, std::nullopt, L::kBusy,
+       "a learned threshold below the default does not narrow it"},
+      {100, 0.26, 0.20, std::nullopt, L::kSpin, "... the default still holds"},
+      {100, 0.60, std::nullopt, 0.03, L::kSpin,
+       "SMs idle at pegged utilization: a polling kernel, whatever power says"},
+      {100, std::nullopt, std::nullopt, 0.03, L::kSpin, "SM activity tells a spin without power"},
+      {100, 0.10, std::nullopt, 0.18, L::kBusy, "an NCCL transfer keeps ~0.2 of the SMs busy"},
+      {100, 0.10, std::nullopt, 0.85, L::kBusy,
+       "a 15 s average mostly computing: the SMs say work, a low power snapshot does not decide"},
+      {60, 0.10, std::nullopt, 0.02, L::kBusy, "not pegged: SM activity does not make a spin"},
+  };
+  for (const ActivityRow& r : rows) {
+    LocalInput in;
+    in.util_pct = r.util;
+    in.power_frac = r.power_frac;
+    in.proc = ProcState::kLoaded;
+    in.spin_power_frac = r.learned_spin_frac;
+    in.sm_activity = r.sm_activity;
+    EXPECT_EQ(ClassifyLocal(in, kT), r.want) << r.why;
   }
 }
 
@@ -327,13 +368,40 @@ TEST(CalibrationTest, LogWithoutComputeDoesNotMakeSpinLookLikeFullPower) {
   EXPECT_NEAR(c.floor_w(), 71, 2);
   EXPECT_GE(c.top_w(), 7 * c.floor_w() - 1e-9);
   EXPECT_LT(c.Normalize(130), kT.spin_power_frac);
-  LocalInput in{100.0, c.Normalize(120), ProcState::kLoaded};
+  LocalInput in;
+  in.util_pct = 100.0;
+  in.power_frac = c.Normalize(120);
+  in.proc = ProcState::kLoaded;
   EXPECT_EQ(ClassifyLocal(in, kT), LocalClass::kSpin);
 
   // Same when the log starts mid-hang and never shows idle.
   PowerCalibration mid("Unlisted Accelerator");
   for (int i = 0; i < 256; ++i) mid.Add(110 + (i % 21), 100, std::nullopt);
   EXPECT_LT(mid.Normalize(130), kT.spin_power_frac);
+}
+
+TEST(CalibrationTest, LearnsTheSpinLevelOfEachGeneration) {
+  // An A100 spins at ~140 W (35 % of its 400 W limit, 0.25 of its range), an H100 at ~145 W
+  // (0.12 of its range): both are learned from the pegged readings below the communication level,
+  // and each board's threshold lies between its spin and its communication level.
+  struct Gen {
+    const char* name;
+    double limit_w, spin_w, comm_w, compute_w;
+  };
+  for (const Gen& g : {Gen{"NVIDIA A100-SXM4-80GB", 400, 140, 169, 330},
+                       Gen{"NVIDIA H100 80GB HBM3", 700, 145, 278, 575}}) {
+    SCOPED_TRACE(g.name);
+    PowerCalibration c(g.name);
+    for (int i = 0; i < 64; ++i) c.Add(60, 0, g.limit_w);
+    for (int i = 0; i < 512; ++i) c.Add(i % 4 == 0 ? g.comm_w : g.compute_w, 100, g.limit_w);
+    EXPECT_FALSE(c.spin_level_w()) << "training alone shows no spin: comm is not a spin";
+    for (int i = 0; i < 16; ++i) c.Add(g.spin_w + (i % 3) - 1, 100, g.limit_w);
+    ASSERT_TRUE(c.spin_level_w()) << "learned within a few readings of the first spin";
+    EXPECT_NEAR(*c.spin_level_w(), g.spin_w, 4);
+    const double th = *c.SpinThresholdFrac(kT.comm_level_frac);
+    EXPECT_GT(th, c.Normalize(g.spin_w + 5));
+    EXPECT_LT(th, c.Normalize(g.comm_w - 5));
+  }
 }
 
 TEST(CalibrationTest, ComputeLevelFollowsTheBusyReadings) {

@@ -41,6 +41,13 @@ std::vector<GpuView> Working(int64_t now_ms) {
   return {V(0, L::kBusy, now_ms), V(1, L::kBusy, now_ms)};
 }
 
+// These tests count in 45 s confirmations whatever the default (TriageOptions::hang_confirm_s).
+TriageOptions Confirm45() {
+  TriageOptions o;
+  o.hang_confirm_s = 45;
+  return o;
+}
+
 // Feeds `mode` every step_ms over [from_ms, to_ms); returns the last update.
 HangUpdate Feed(HangTracker& h, JobMode mode, int64_t from_ms, int64_t to_ms,
                 int64_t step_ms = 1000) {
@@ -53,7 +60,7 @@ HangUpdate Feed(HangTracker& h, JobMode mode, int64_t from_ms, int64_t to_ms,
 }
 
 TEST(HangTrackerTest, ConfirmsAfterHangConfirmS) {
-  HangTracker h({});
+  HangTracker h(Confirm45());
   EXPECT_FALSE(Feed(h, M::kHangCandidate, 0, 45'000).confirmed);
   ASSERT_TRUE(h.candidate());
   EXPECT_EQ(h.candidate()->start_ms, 0);
@@ -75,7 +82,7 @@ TEST(HangTrackerTest, ConfirmsAfterHangConfirmS) {
 }
 
 TEST(HangTrackerTest, InterruptionShorterThanDebounceKeepsTheCandidate) {
-  HangTracker h({});
+  HangTracker h(Confirm45());
   Feed(h, M::kHangCandidate, 0, 10'000);
   // 1.5 s of work (debounce_s is 2), in 500 ms steps.
   EXPECT_FALSE(Feed(h, M::kWorking, 10'000, 11'500, 500).ended);
@@ -251,7 +258,7 @@ TEST(HangTrackerTest, CheckpointWaitClockRestartsAfterWork) {
 }
 
 TEST(HangTrackerTest, EndOfInputNotesALongUnconfirmedSpin) {
-  HangTracker h({});
+  HangTracker h(Confirm45());
   Feed(h, M::kHangCandidate, 0, 21'000);
   const HangUpdate u = h.End(20'000, /*ongoing=*/true);
   EXPECT_TRUE(u.ended);

@@ -55,7 +55,7 @@ ScenarioScore RunAndScore(const sim::ScenarioConfig& config,
   }
   engine.Finish();
 
-  // Truth phase changes per GPU, to leave out +-2 s around them.
+  // Truth phase changes per GPU, to leave out +-2 intervals (at least 2 s) around them.
   std::map<GpuKey, std::vector<int64_t>> changes;
   std::map<GpuKey, int> last;
   for (const auto& t : all_truth) {
@@ -63,14 +63,15 @@ ScenarioScore RunAndScore(const sim::ScenarioConfig& config,
     if (it != last.end() && it->second != Phase(t.state)) changes[t.key].push_back(t.timestamp_ms);
     last[t.key] = Phase(t.state);
   }
+  const int64_t exclude_ms = std::max<int64_t>(2000, 2 * config.interval_ms);
   constexpr int kPhases = kNumGpuStates;
   std::array<int64_t, kPhases> tp{}, fp{}, fn{};
   std::map<std::pair<int, int>, std::pair<int64_t, int64_t>> mismatches;  // count, first time
   ScenarioScore score;
   for (const auto& t : all_truth) {
     const auto& ch = changes[t.key];
-    auto lo = std::lower_bound(ch.begin(), ch.end(), t.timestamp_ms - 2000);
-    if (lo != ch.end() && *lo <= t.timestamp_ms + 2000) continue;
+    auto lo = std::lower_bound(ch.begin(), ch.end(), t.timestamp_ms - exclude_ms);
+    if (lo != ch.end() && *lo <= t.timestamp_ms + exclude_ms) continue;
     auto it = collector.labels.find(LabelCollector::Key(t.timestamp_ms, t.key));
     if (it == collector.labels.end()) continue;
     const int want = Phase(t.state), got = Phase(it->second);
@@ -106,11 +107,13 @@ ScenarioScore RunAndScore(const sim::ScenarioConfig& config,
                                    kGpuStateNames[k.second], v.first, v.second / 1000.0);
   }
   score.found = engine.hang_episodes();
+  score.stragglers = engine.stragglers();
   score.truth = simulator.truth_hangs();
   double c = 0, m = 0;
   for (const auto& g : engine.gpu_stats()) {
     c += g.seconds[static_cast<size_t>(GpuState::kCompute)];
     m += g.seconds[static_cast<size_t>(GpuState::kCommunication)];
+    if (score.comm_share_unknown.empty()) score.comm_share_unknown = g.comm_share_unknown;
   }
   score.comm_share = c + m > 0 ? m / (c + m) : 0;
   score.gpus = engine.gpu_stats();

@@ -1,5 +1,6 @@
 // Scores the triage engine against the simulator's ground truth: macro-F1 over phases (compute
-// and communication counted as one phase, samples within +-2 s of a truth phase change left out),
+// and communication counted as one phase, samples within +-2 intervals (at least 2 s) of a truth
+// phase change left out),
 // hang detection latency, false hangs, culprits and communication share.
 #pragma once
 
@@ -19,6 +20,9 @@ struct ScenarioScore {
   std::vector<sim::TruthHang> truth;
   double comm_share = 0;        // classifier, job-wide
   double truth_comm_share = 0;  // simulator
+  std::string comm_share_unknown;
+  std::vector<triage::Straggler>
+      stragglers;  // why the engine reports the share as unknown, if it does
   int64_t scored_samples = 0;
   std::string confusion;               // "truth->label: count" for mismatches, for failure messages
   std::vector<triage::GpuStats> gpus;  // the engine's per-GPU results (seconds, signals)

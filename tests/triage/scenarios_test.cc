@@ -1,5 +1,6 @@
 // The classifier against the simulator's ground truth, over every scenario kind, four GPU models
-// (one absent from the model table), power caps, and 100 ms and 1 s sampling.
+// (one absent from the model table), power caps, and 100 ms, 1 s, 15 s and 30 s sampling (the
+// last two as dcgm-exporter and W&B log, with and without DCGM's activity counters).
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -15,6 +16,7 @@ struct Case {
   int64_t interval_ms;
   double power_cap_w;
   uint64_t seed;
+  bool activity = false;  // samples carry DCGM's activity counters (as dcgm-exporter logs them)
 };
 
 std::vector<Case> AllCases() {
@@ -24,13 +26,18 @@ std::vector<Case> AllCases() {
   uint64_t seed = 11;
   for (const auto& s : sim::ScenarioNames()) {
     for (const auto& m : models) {
-      for (int64_t iv : {100, 1000}) cases.push_back({s, m, iv, 0, seed++});
+      // nvidia-smi at 100 ms; at 1 s, 15 s and 30 s both without activity counters (nvidia-smi,
+      // W&B) and with them (dcgm-exporter, dcgmi dmon).
+      cases.push_back({s, m, 100, 0, seed++, false});
+      for (int64_t iv : {1000, 15000, 30000}) {
+        for (bool act : {false, true}) cases.push_back({s, m, iv, 0, seed++, act});
+      }
     }
   }
   // Power caps throttle compute: a capped H100 and a capped B300.
   for (const auto& s : {"healthy", "hang-spin", "checkpoint-rank0", "starvation"}) {
-    cases.push_back({s, "h100", 100, 450, seed++});
-    cases.push_back({s, "b300", 1000, 800, seed++});
+    cases.push_back({s, "h100", 100, 450, seed++, false});
+    cases.push_back({s, "b300", 1000, 800, seed++, true});
   }
   return cases;
 }
@@ -44,6 +51,7 @@ TEST_P(ScenarioTest, MatchesGroundTruth) {
   o.interval_ms = c.interval_ms;
   o.power_cap_w = c.power_cap_w;
   o.seed = c.seed;
+  o.activity_counters = c.activity;
   auto config = sim::MakeScenario(c.scenario, o);
   ASSERT_TRUE(config.ok()) << config.status().message();
   const ScenarioScore s = RunAndScore(*config);
@@ -55,23 +63,56 @@ TEST_P(ScenarioTest, MatchesGroundTruth) {
 
   RecordProperty("macro_f1", fmt::format("{:.4f}", s.macro_f1));
   EXPECT_GE(s.macro_f1, 0.95);
-  EXPECT_GT(s.scored_samples, config->hosts * config->gpus_per_host == 1 ? 150 : 1000);
-  // Hangs: every one found, confirmed within 60 s of its start (a stall off the GPU and a partial
-  // hang: within 60 s of the longest checkpoint allowed), with the right culprits; and no hang
-  // where there is none.
+  // At 30 s sampling a scenario of ~40 min has ~80 ticks of 8 GPUs; a one-GPU job has an eighth.
+  const bool one_gpu = config->hosts * config->gpus_per_host == 1;
+  EXPECT_GT(s.scored_samples,
+            c.interval_ms >= 15000 ? (one_gpu ? 20 : 200) : (one_gpu ? 150 : 1000));
+  // Hangs: every one found, confirmed within 30 s + 2 intervals of its start (a stall off the GPU
+  // and a partial hang: within 60 s + 2 intervals of the longest checkpoint allowed), with the
+  // right culprits; and no hang where there is none.
+  const int64_t slack_ms = std::max<int64_t>(5000, 2 * c.interval_ms);
   ASSERT_EQ(s.found.size(), s.truth.size());
-  const double allowed_s = config->max_checkpoint_s > 0 ? config->max_checkpoint_s + 60 : 60;
+  const int64_t allowed_ms =
+      (config->max_checkpoint_s > 0 ? static_cast<int64_t>((config->max_checkpoint_s + 60) * 1000)
+                                    : 30000) +
+      2 * c.interval_ms;
   for (size_t i = 0; i < s.truth.size(); ++i) {
     const auto& f = s.found[i];
     const auto& t = s.truth[i];
-    EXPECT_LE(f.detected_at_ms, t.start_ms + static_cast<int64_t>(allowed_s * 1000));
-    EXPECT_NEAR(static_cast<double>(f.start_ms), static_cast<double>(t.start_ms), 5000);
-    EXPECT_NEAR(static_cast<double>(f.end_ms), static_cast<double>(t.end_ms), 5000);
+    EXPECT_LE(f.detected_at_ms, t.start_ms + allowed_ms);
+    EXPECT_NEAR(static_cast<double>(f.start_ms), static_cast<double>(t.start_ms), slack_ms);
+    EXPECT_NEAR(static_cast<double>(f.end_ms), static_cast<double>(t.end_ms), slack_ms);
     EXPECT_EQ(f.culprits, t.culprits);
     EXPECT_FALSE(f.reasons.empty());
   }
-  if (s.truth_comm_share > 0) {
-    EXPECT_NEAR(s.comm_share, s.truth_comm_share, 0.05);
+  // Stragglers: the slow rank named, how much slower, and why when its clocks say so; nobody
+  // else, and nobody in a scenario without one.
+  std::string named;
+  for (const auto& st : s.stragglers) {
+    named += fmt::format(" {}/{} x{:.2f} '{}'", st.key.host, st.key.gpu, st.slowdown, st.throttle);
+  }
+  if (config->straggler_rank >= 0 && c.interval_ms <= 1000) {
+    ASSERT_EQ(s.stragglers.size(), 1u) << named;
+    const int rank = s.stragglers[0].key.host * config->gpus_per_host + s.stragglers[0].key.gpu;
+    EXPECT_EQ(rank, config->straggler_rank) << named;
+    EXPECT_NEAR(s.stragglers[0].slowdown / config->straggler_slowdown, 1, 0.2) << named;
+    EXPECT_EQ(s.stragglers[0].throttle.find("power cap") != std::string::npos,
+              config->straggler_throttled)
+        << named;
+  } else if (config->straggler_rank < 0) {
+    EXPECT_TRUE(s.stragglers.empty()) << named;
+  }
+  // The communication share is measured where the sampling resolves steps, and said to be
+  // unknown (with the reason) where it does not, never a wrong number.
+  if (c.interval_ms >= 15000) {
+    EXPECT_NE(s.comm_share_unknown.find("not sampled"), std::string::npos) << s.comm_share_unknown;
+  } else {
+    EXPECT_EQ(s.comm_share_unknown, "");
+    if (s.truth_comm_share > 0) {
+      // A straggler's peers wait in short spins between compute and the collective: three power
+      // levels within one ~1 s average blur the split a little more.
+      EXPECT_NEAR(s.comm_share, s.truth_comm_share, config->straggler_rank >= 0 ? 0.08 : 0.05);
+    }
   }
   // A job of one GPU has no peer to talk to.
   if (config->hosts * config->gpus_per_host == 1) {
@@ -88,7 +129,15 @@ TEST_P(ScenarioTest, MatchesGroundTruth) {
       auto it = signal_of.find(dropped);
       if (it == signal_of.end()) continue;
       EXPECT_EQ(std::count(e.signals.begin(), e.signals.end(), it->second), 0) << dropped;
-      EXPECT_FALSE(e.cannot_tell_apart.empty()) << dropped;
+      // Without power, DCGM's activity counters still tell a spin from compute: then nothing is
+      // indistinct, but the evidence names what stood in for the missing field.
+      const bool activity_stands_in =
+          dropped == "power.draw" &&
+          std::count(e.signals.begin(), e.signals.end(), std::string("activity")) == 1;
+      if (!activity_stands_in) {
+        EXPECT_FALSE(e.cannot_tell_apart.empty()) << dropped;
+      }
+      EXPECT_EQ(std::count(e.missing.begin(), e.missing.end(), dropped), 1) << dropped;
     }
   }
 }
@@ -96,9 +145,10 @@ TEST_P(ScenarioTest, MatchesGroundTruth) {
 INSTANTIATE_TEST_SUITE_P(Sim, ScenarioTest, ::testing::ValuesIn(AllCases()),
                          [](const ::testing::TestParamInfo<Case>& info) {
                            std::string n =
-                               fmt::format("{}_{}_{}ms_cap{}", info.param.scenario,
+                               fmt::format("{}_{}_{}ms_cap{}{}", info.param.scenario,
                                            info.param.model.substr(0, 4), info.param.interval_ms,
-                                           static_cast<int>(info.param.power_cap_w));
+                                           static_cast<int>(info.param.power_cap_w),
+                                           info.param.activity ? "_dcgm" : "");
                            for (char& ch : n) {
                              if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
                            }

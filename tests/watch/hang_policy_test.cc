@@ -42,7 +42,10 @@ struct Row {
 };
 
 TEST(HangPolicy, Table) {
-  const HangPolicyOptions opts;  // 60 s, 30 s with a process probe
+  // The logic, with 60 s / 30 s windows (the defaults are checked in DefaultWindows).
+  HangPolicyOptions opts;
+  opts.confirm_s = 60;
+  opts.confirm_proc_s = 30;
   const std::vector<Row> rows = {
       {"no candidate", false, 100, {}, HangVerdict::kNoCandidate, 0},
       {"GPU only, 59 s", true, 59, {}, HangVerdict::kWaiting, 60},
@@ -239,6 +242,7 @@ TEST(HangPolicy, AHangConfirmedWithoutAPeerSaysSo) {
 
 TEST(HangPolicy, PeerUnknownWindowIsConfigurableAndNeverBelowConfirmS) {
   HangPolicyOptions o;
+  o.confirm_s = 60;
   o.peer_unknown_s = 100;
   const std::vector<ProbeState> out = {Peer(false, INT64_MIN, kStart - 1000)};
   EXPECT_EQ(DecideHang(kStart + 99000, kStart, out, o).verdict, HangVerdict::kWaiting);
@@ -246,6 +250,20 @@ TEST(HangPolicy, PeerUnknownWindowIsConfigurableAndNeverBelowConfirmS) {
   o.peer_unknown_s = 10;  // below --confirm-s: --confirm-s holds
   EXPECT_EQ(DecideHang(kStart + 59000, kStart, out, o).verdict, HangVerdict::kWaiting);
   EXPECT_EQ(DecideHang(kStart + 60000, kStart, out, o).verdict, HangVerdict::kConfirm);
+}
+
+// Issue 14: 30 s of spin on GPU telemetry alone, 15 s when the job's processes are watched and
+// nothing moves (the real traces' minutes-long rank-0 checkpoints stay dismissed: the saving
+// rank's writes are progress, and offline triage calls them checkpoints).
+TEST(HangPolicy, DefaultWindows) {
+  const HangPolicyOptions o;
+  EXPECT_EQ(DecideHang(kStart + 29999, kStart, {}, o).verdict, HangVerdict::kWaiting);
+  EXPECT_EQ(DecideHang(kStart + 30000, kStart, {}, o).verdict, HangVerdict::kConfirm);
+  const std::vector<ProbeState> quiet = {Probe("process", true, INT64_MIN, true)};
+  EXPECT_EQ(DecideHang(kStart + 14999, kStart, quiet, o).verdict, HangVerdict::kWaiting);
+  EXPECT_EQ(DecideHang(kStart + 15000, kStart, quiet, o).verdict, HangVerdict::kConfirm);
+  const std::vector<ProbeState> writes = {Probe("process", true, kStart + 5000, true, true)};
+  EXPECT_EQ(DecideHang(kStart + 15000, kStart, writes, o).verdict, HangVerdict::kDismiss);
 }
 
 TEST(HangPolicy, ConfigurableWindows) {

@@ -219,6 +219,7 @@ DcgmScrapeDecoder::LineResult DcgmScrapeDecoder::Store(const SeriesRef& ref,
       break;
     case Kind::kGrActive:
       p.gr_active = v;
+      s.gr_engine_active_ratio = v;
       break;
   }
   return LineResult::kRead;

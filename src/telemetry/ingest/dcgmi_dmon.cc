@@ -21,7 +21,7 @@ struct Column {
   double lo = 0, hi = 0;
 };
 
-Column MapTag(std::string_view tag, bool has_gputl) {
+Column MapTag(std::string_view tag) {
   Column c;
   c.name = std::string(tag);
   struct Def {
@@ -38,6 +38,7 @@ Column MapTag(std::string_view tag, bool has_gputl) {
       {"TMPTR", {&GpuSample::temperature_c, 1, -60, 200}},
       {"SMCLK", {&GpuSample::sm_clock_mhz, 1, 0, 20000}},
       {"MMCLK", {&GpuSample::mem_clock_mhz, 1, 0, 20000}},
+      {"GRACT", {&GpuSample::gr_engine_active_ratio, 1, 0, 1.05}},
       {"SMACT", {&GpuSample::sm_activity_ratio, 1, 0, 1.05}},
       {"SMOCC", {&GpuSample::sm_occupancy_ratio, 1, 0, 1.05}},
       {"TENSO", {&GpuSample::tensor_activity_ratio, 1, 0, 1.05}},
@@ -54,14 +55,6 @@ Column MapTag(std::string_view tag, bool has_gputl) {
   }();
   if (upper == "TOTEC") {
     c.target = Target::kEnergy;
-    return c;
-  }
-  if (upper == "GRACT" && !has_gputl) {
-    c.target = Target::kDouble;
-    c.member = &GpuSample::util_gpu_pct;
-    c.scale = 100;
-    c.lo = 0;
-    c.hi = 105;
     return c;
   }
   if (auto it = kTags.find(upper); it != kTags.end()) {
@@ -212,6 +205,10 @@ class DcgmiDmonSource final : public FileSource {
                                 p == Parse::kBad ? "not a number" : "out of the plausible range");
         }
       }
+      // Without GPUTL, GRACT (the engine's busy share of the interval) stands in for utilization.
+      if (gract_is_util_ && !s.util_gpu_pct && s.gr_engine_active_ratio) {
+        s.util_gpu_pct = std::min(100.0, *s.gr_engine_active_ratio * 100);
+      }
       if (row_bad) {
         if (!complete) {
           Skip("truncated last line skipped", fmt::format("line {}", n));
@@ -254,10 +251,15 @@ class DcgmiDmonSource final : public FileSource {
     for (auto tok : tokens) has_gputl |= AsciiLower(tok) == "gputl";
     columns_.clear();
     has_reading_ = false;
+    gract_is_util_ = false;
     for (auto tok : tokens) {
-      columns_.push_back(MapTag(tok, has_gputl));
+      columns_.push_back(MapTag(tok));
       const Column& c = columns_.back();
       has_reading_ |= c.member == &GpuSample::power_w || c.member == &GpuSample::util_gpu_pct;
+      if (c.member == &GpuSample::gr_engine_active_ratio && !has_gputl) {
+        gract_is_util_ = true;
+        has_reading_ = true;
+      }
     }
   }
 
@@ -282,6 +284,7 @@ class DcgmiDmonSource final : public FileSource {
   std::vector<Column> columns_;
   std::vector<std::string_view> tokens_;
   bool has_reading_ = false;
+  bool gract_is_util_ = false;  // the header has GRACT but no GPUTL
   int64_t header_line_ = 0;
   std::vector<std::pair<GpuSample, int64_t>> tick_;
   int64_t tick_ms_ = 0;

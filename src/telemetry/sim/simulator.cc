@@ -26,12 +26,48 @@ double Hash01(uint64_t a, uint64_t b) {
   return static_cast<double>(x >> 11) * (1.0 / 9007199254740992.0);
 }
 
+// Spin power by generation: a rank polling in NCCL keeps the clocks up with almost no SM work.
+// An A100 draws ~35 % of its limit doing that, an H100 ~20 % (the real 8xH100 traces' ranks 1-7
+// read ~150 W while rank 0 saves); other boards: idle + 12 % of the range.
+double SpinPowerW(const GpuModel& m) {
+  const std::string match(m.match);
+  if (match == "a100") return 0.35 * m.tdp_w;
+  if (match == "h100" || match == "h200") return 0.20 * m.tdp_w;
+  return 0;
+}
+
 GpuModelParams FromTable(const GpuModel& m) {
-  return {std::string(m.name), m.tdp_w,         m.idle_w,          m.max_sm_clock_mhz,
-          m.idle_sm_clock_mhz, m.mem_clock_mhz, m.memory_total_mib};
+  return {std::string(m.name), m.tdp_w,         m.idle_w,           m.max_sm_clock_mhz,
+          m.idle_sm_clock_mhz, m.mem_clock_mhz, m.memory_total_mib, SpinPowerW(m)};
 }
 
 }  // namespace
+
+// ---------------------------------------------------------------- coarse sampling
+
+// A phase must span enough samples to be seen at all: at 15-30 s sampling (dcgm-exporter's
+// default collection, W&B's system metrics) a 12 s launch or a 4 s lead of the late ranks would
+// fall between two readings. Phases are stretched to kMinPhaseIntervals samples and a hang's
+// lead to kMinLeadIntervals; nothing changes at 1 s sampling or finer, so the scenarios keep
+// their shapes there. A checkpoint is never stretched past what a checkpoint takes.
+void FitPhasesToInterval(ScenarioConfig* c) {
+  const double interval_s = static_cast<double>(c->interval_ms) / 1000.0;
+  if (interval_s <= 1.0) return;
+  constexpr double kMinPhaseIntervals = 8;
+  constexpr double kMinLeadIntervals = 3;
+  constexpr double kMaxCheckpointS = 600;  // well below triage's --max-checkpoint-s
+  for (Phase& p : c->phases) {
+    double want = kMinPhaseIntervals * interval_s;
+    if (p.kind == PhaseKind::kCheckpointAll || p.kind == PhaseKind::kCheckpointRank0) {
+      want = std::min(want, kMaxCheckpointS);
+    }
+    p.duration_s = std::max(p.duration_s, want);
+    if (p.kind == PhaseKind::kHangSpin) {
+      p.lead_s = std::max(p.lead_s, kMinLeadIntervals * interval_s);
+      p.duration_s = std::max(p.duration_s, p.lead_s + want);
+    }
+  }
+}
 
 struct Simulator::GpuSim {
   GpuKey key;
@@ -43,13 +79,17 @@ struct Simulator::GpuSim {
   double last_busy_s = -1e9;
   double last_process_s = -1e9;
   double temperature_c = 32;
+  // Activity summed over the substeps of the current sample interval (DCGM averages over it).
+  double act_gr = 0, act_sm = 0, act_occ = 0, act_tensor = 0, act_dram = 0;
+  double act_nvlink = 0, act_pcie = 0;
   double compute_factor = 1.0;  // per-GPU silicon variation
   double model_mem_mib = 0;
 };
 
 std::vector<std::string> ScenarioNames() {
-  std::vector<std::string> names = {"healthy",   "starvation", "checkpoint-all", "checkpoint-rank0",
-                                    "hang-spin", "hang-exit",  "multi-host",     "field-report"};
+  std::vector<std::string> names = {
+      "healthy",   "starvation", "checkpoint-all", "checkpoint-rank0", "hang-spin",
+      "hang-exit", "multi-host", "field-report",   "straggler",        "straggler-throttled"};
   for (auto& n : VerdictScenarioNames()) names.push_back(std::move(n));
   return names;
 }
@@ -147,6 +187,7 @@ Result<ScenarioConfig> MakeScenario(const std::string& name, const ScenarioOptio
   ScenarioConfig c;
   c.name = name;
   c.seed = options.seed;
+  c.activity_counters = options.activity_counters;
   c.interval_ms = options.interval_ms;
   if (c.interval_ms < 10 || c.interval_ms > 60000) {
     return Status::InvalidInput(
@@ -271,6 +312,15 @@ Result<ScenarioConfig> MakeScenario(const std::string& name, const ScenarioOptio
     c.phases.push_back({K::kTrain, 60, {}});
     c.phases.push_back({K::kHangSpin, 300, {world / 2 + 3}, 4});
     c.phases.push_back({K::kNoProcess, 10, {}});
+  } else if (name == "straggler" || name == "straggler-throttled") {
+    // One rank consistently slower (a degraded board, a power cap): the others wait for it in
+    // every step's collective.
+    prologue();
+    c.phases.push_back({K::kTrain, 300, {}});
+    c.phases.push_back({K::kNoProcess, 8, {}});
+    c.straggler_rank = culprit;
+    c.straggler_slowdown = 1.25 + 0.2 * u01(rng);
+    c.straggler_throttled = name == "straggler-throttled";
   } else if (!MakeVerdictScenario(name, c)) {
     std::string names;
     for (const auto& n : ScenarioNames()) names += " " + n;
@@ -293,6 +343,7 @@ Result<ScenarioConfig> MakeScenario(const std::string& name, const ScenarioOptio
       c.drop_fields.push_back(f);
     }
   }
+  FitPhasesToInterval(&c);
   return c;
 }
 
@@ -342,9 +393,12 @@ Simulator::Instant Simulator::InstantAt(int rank, double t_s) {
   const double ctx_w = m.idle_w + 0.075 * range;
   const double loaded_w = m.idle_w + 0.08 * range;
   const double writer_w = m.idle_w + 0.11 * range;
-  const double spin_w = m.idle_w + 0.12 * range;
+  const double spin_w = std::min(cap, m.spin_w > 0 ? m.spin_w : m.idle_w + 0.12 * range);
   const double comm_w = std::min(cap, m.idle_w + 0.33 * range);
-  const double compute_w = std::min(cap, (m.idle_w + 0.8 * range) * gpu.compute_factor);
+  double compute_w = std::min(cap, (m.idle_w + 0.8 * range) * gpu.compute_factor);
+  if (config_.straggler_throttled && rank == config_.straggler_rank) {
+    compute_w = m.idle_w + 0.85 * (compute_w - m.idle_w);  // held at its (lower) cap
+  }
   const bool singled_out =
       std::find(phase.ranks.begin(), phase.ranks.end(), rank) != phase.ranks.end();
 
@@ -360,7 +414,17 @@ Simulator::Instant Simulator::InstantAt(int rank, double t_s) {
     in.busy = true;
     in.process = true;
     in.mem_mib = gpu.model_mem_mib;
-    if (u < c / 2 || u >= 1 - c / 2) {
+    // With a straggler, the step's compute is the straggler's; the others finish theirs sooner
+    // and spin in the collective until it arrives (labelled communication: they wait on it).
+    const bool straggling = config_.straggler_rank >= 0 && label_compute == GpuState::kCompute;
+    const double own_compute_end = straggling && rank != config_.straggler_rank
+                                       ? c / 2 + (1 - c) / std::max(1.0, config_.straggler_slowdown)
+                                       : 1 - c / 2;
+    if (straggling && u >= own_compute_end && u < 1 - c / 2) {
+      in.truth = GpuState::kCommunication;
+      in.power_w = spin_w;
+      in.util_mem_pct = 0;
+    } else if (u < c / 2 || u >= 1 - c / 2) {
       in.truth = label_compute == GpuState::kCompute ? GpuState::kCommunication : label_compute;
       in.power_w = comm_w;
       in.util_mem_pct = 15;
@@ -463,6 +527,48 @@ Simulator::Instant Simulator::InstantAt(int rank, double t_s) {
   return in;
 }
 
+// ---------------------------------------------------------------- activity counters
+
+// The activity of one instant, by what the GPU does: dense math keeps the SMs and tensor pipes
+// busy; an NCCL transfer runs on a few SMs and moves NVLink bytes; a rank polling in a
+// collective keeps the engine "active" with ~1 SM of ~100 busy, no tensor work, no DRAM or link
+// traffic; checkpoint and weight copies move PCIe bytes. Told apart by the instant's power level,
+// the one thing InstantAt sets per activity.
+Simulator::Activity Simulator::ActivityOf(const Instant& in, const GpuSim& gpu) const {
+  Activity a;
+  if (!in.busy) return a;
+  const auto& m = config_.model;
+  const double range = m.tdp_w - m.idle_w;
+  const double cap = config_.power_cap_w > 0 ? config_.power_cap_w : m.tdp_w;
+  const double spin_w = std::min(cap, m.spin_w > 0 ? m.spin_w : m.idle_w + 0.12 * range);
+  const double comm_w = std::min(cap, m.idle_w + 0.33 * range);
+  const double f = gpu.compute_factor;  // per-GPU variation, ~0.96-1.04
+  a.gr = 1;
+  if (std::abs(in.power_w - spin_w) < 1e-6) {
+    a.sm = 0.03 * f;
+    a.occupancy = 0.01;
+    a.dram = 0.005;
+    a.nvlink_bytes_per_s = 2e7;
+  } else if (std::abs(in.power_w - comm_w) < 1e-6) {
+    a.sm = 0.18 * f;
+    a.occupancy = 0.08;
+    a.dram = 0.3;
+    a.nvlink_bytes_per_s = 1.2e11 * f;
+  } else if (in.power_w > comm_w) {  // compute
+    a.sm = 0.9 * f;
+    a.occupancy = 0.45 * f;
+    a.tensor = 0.55 * f;
+    a.dram = 0.45 * f;
+    a.nvlink_bytes_per_s = 2e9;
+  } else {  // copy kernels (weights in, checkpoint out)
+    a.sm = 0.02;
+    a.occupancy = 0.01;
+    a.dram = 0.25;
+    a.pcie_bytes_per_s = 2e10;
+  }
+  return a;
+}
+
 bool Simulator::NextTick(std::vector<GpuSample>* samples, std::vector<TruthLabel>* truth) {
   const double interval_s = static_cast<double>(config_.interval_ms) / 1000.0;
   const double next_t = static_cast<double>(tick_ + 1) * interval_s;
@@ -488,6 +594,16 @@ bool Simulator::NextTick(std::vector<GpuSample>* samples, std::vector<TruthLabel
       if (last.busy) {
         ++g.busy_substeps;
         g.last_busy_s = t;
+      }
+      if (config_.activity_counters) {
+        const Activity a = ActivityOf(last, g);
+        g.act_gr += a.gr;
+        g.act_sm += a.sm;
+        g.act_occ += a.occupancy;
+        g.act_tensor += a.tensor;
+        g.act_dram += a.dram;
+        g.act_nvlink += a.nvlink_bytes_per_s;
+        g.act_pcie += a.pcie_bytes_per_s;
       }
       if (last.process) g.last_process_s = t;
       ++g.substeps;
@@ -522,6 +638,11 @@ bool Simulator::NextTick(std::vector<GpuSample>* samples, std::vector<TruthLabel
       clock = m.max_sm_clock_mhz * std::max(0.5, (cap - m.idle_w) / (demand - m.idle_w));
       reasons |= 0x4;
     }
+    if (config_.straggler_throttled && g.rank == config_.straggler_rank && last.busy &&
+        last.truth == GpuState::kCompute) {
+      clock *= 0.8;
+      reasons |= 0x4;  // sw_power_cap
+    }
     out.sm_clock_mhz = std::round(clock);
     out.mem_clock_mhz = m.mem_clock_mhz;
     g.temperature_c += (30 + 0.05 * avg - g.temperature_c) * std::min(1.0, interval_s / 20);
@@ -530,6 +651,20 @@ bool Simulator::NextTick(std::vector<GpuSample>* samples, std::vector<TruthLabel
     out.mem_total_mib = m.memory_total_mib;
     out.pstate = (tnow - g.last_process_s) < 10 ? 0 : 8;
     out.clock_event_reasons = reasons;
+    if (config_.activity_counters) {
+      const double n = static_cast<double>(g.substeps);
+      auto ratio = [&](double sum) { return std::round(1000 * sum / n) / 1000; };
+      out.gr_engine_active_ratio = ratio(g.act_gr);
+      out.sm_activity_ratio = ratio(g.act_sm);
+      out.sm_occupancy_ratio = ratio(g.act_occ);
+      out.tensor_activity_ratio = ratio(g.act_tensor);
+      out.dram_bw_util_ratio = ratio(g.act_dram);
+      out.nvlink_tx_bytes_per_s = out.nvlink_rx_bytes_per_s = std::round(g.act_nvlink / n);
+      out.pcie_tx_bytes_per_s = std::round(g.act_pcie / n);
+      out.pcie_rx_bytes_per_s = std::round(0.1 * g.act_pcie / n);
+      g.act_gr = g.act_sm = g.act_occ = g.act_tensor = g.act_dram = 0;
+      g.act_nvlink = g.act_pcie = 0;
+    }
     DropFields(&out);
     samples->push_back(out);
     truth->push_back({out.timestamp_ms, g.key, last.truth});

@@ -60,6 +60,10 @@ struct GpuModelParams {
   double idle_sm_clock_mhz;
   double mem_clock_mhz;
   double memory_total_mib;
+  // Board power of a rank spinning in a collective (pegged utilization, a polling kernel), in W;
+  // 0: idle + 12 % of the range. It differs by generation: an A100 spins at ~35 % of its limit,
+  // an H100 at ~20 % (the real 8xH100 traces: ~150 W), so triage must learn it from the trace.
+  double spin_w = 0;
 };
 
 struct ScenarioConfig {
@@ -72,6 +76,15 @@ struct ScenarioConfig {
   double comm_fraction = 0.25;  // share of a training step spent in collectives
   double step_s = 1.5;
   uint64_t seed = 1;
+  // Samples carry DCGM's PROF activity fields (engine, SM, occupancy, tensor, DRAM; NVLink and
+  // PCIe bytes), averaged over the sample interval as DCGM does. nvidia-smi formats drop them.
+  bool activity_counters = true;
+  // A straggler (scenarios straggler, straggler-throttled): this global rank computes each step
+  // straggler_slowdown times as long as the others, which wait for it in the step's collective;
+  // throttled: because its board is power capped (lower power, sw_power_cap set). -1: none.
+  int straggler_rank = -1;
+  double straggler_slowdown = 1;
+  bool straggler_throttled = false;
   int64_t start_unix_ms = 1763465360000;  // 2025-11-18T11:29:20Z
   std::vector<Phase> phases;
   // Fields the log does not have (nvidia-smi query names: memory.used, power.draw,
@@ -96,7 +109,8 @@ struct TruthLabel {
 };
 
 // Names of built-in scenarios: healthy, starvation, checkpoint-all, checkpoint-rank0, hang-spin,
-// hang-exit, multi-host, field-report, and the honest-verdict ones (VerdictScenarioNames).
+// hang-exit, multi-host, field-report, straggler, straggler-throttled, and the honest-verdict ones
+// (VerdictScenarioNames).
 std::vector<std::string> ScenarioNames();
 
 // single-gpu, single-gpu-nopower, end-tail (memory.used not logged), end-tail-held,
@@ -114,11 +128,17 @@ struct ScenarioOptions {
   double power_cap_w = 0;
   uint64_t seed = 1;
   std::vector<std::string> drop_fields;  // added to the scenario's own (see ScenarioConfig)
+  bool activity_counters = true;
 };
 
 // Builds a named scenario. Unknown names and models are errors listing the valid ones.
 // A model absent from the table can be given as "NAME:TDP_W:IDLE_W".
 Result<ScenarioConfig> MakeScenario(const std::string& name, const ScenarioOptions& options);
+
+// Stretches phases (and a hang's lead) so each spans enough samples at coarse sampling (above
+// 1 s: at least 8 intervals a phase, 3 a lead; checkpoints at most 600 s). MakeScenario calls it;
+// a hand-made config may too. No change at 1 s sampling or finer.
+void FitPhasesToInterval(ScenarioConfig* config);
 
 // Runs the simulation. Samples come out tick by tick, every host's GPUs per tick.
 class Simulator {
@@ -148,6 +168,12 @@ class Simulator {
     double util_mem_pct;
     bool process;
   };
+  // What the SMs, tensor pipes, DRAM and links do at one instant (DCGM PROF fields).
+  struct Activity {
+    double gr = 0, sm = 0, occupancy = 0, tensor = 0, dram = 0;
+    double nvlink_bytes_per_s = 0, pcie_bytes_per_s = 0;
+  };
+  Activity ActivityOf(const Instant& in, const GpuSim& gpu) const;
   Instant InstantAt(int rank, double t_s);
   int PhaseIndexAt(double t_s, double* phase_start_s) const;
   void DropFields(GpuSample* sample) const;  // config_.drop_fields

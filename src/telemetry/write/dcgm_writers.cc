@@ -35,6 +35,16 @@ const DmonColumn kDmonColumns[] = {
     {"TMPTR", "C", &GpuSample::temperature_c, 7, 0},
     {"SMCLK", "", &GpuSample::sm_clock_mhz, 7, 0},
     {"MMCLK", "", &GpuSample::mem_clock_mhz, 7, 0},
+    // The PROF activity fields (1001-1005, 1009-1012), averaged by DCGM over its interval.
+    {"GRACT", "", &GpuSample::gr_engine_active_ratio, 7, 3},
+    {"SMACT", "", &GpuSample::sm_activity_ratio, 7, 3},
+    {"SMOCC", "", &GpuSample::sm_occupancy_ratio, 7, 3},
+    {"TENSO", "", &GpuSample::tensor_activity_ratio, 7, 3},
+    {"DRAMA", "", &GpuSample::dram_bw_util_ratio, 7, 3},
+    {"PCITX", "", &GpuSample::pcie_tx_bytes_per_s, 14, 0},
+    {"PCIRX", "", &GpuSample::pcie_rx_bytes_per_s, 14, 0},
+    {"NVLTX", "", &GpuSample::nvlink_tx_bytes_per_s, 14, 0},
+    {"NVLRX", "", &GpuSample::nvlink_rx_bytes_per_s, 14, 0},
 };
 // dcgmi repeats its two header lines, after a blank line, every 15 rows (as in the real log).
 constexpr int kDmonRowsPerHeader = 15;
@@ -86,7 +96,6 @@ enum class Value { kInt, kFloat };
 // dcgm-exporter's counters (etc/default-counters.csv, and the PROF ratios and byte rates of
 // dcp-metrics-included.csv) in the order it prints them, with its HELP texts; a series is
 // written only for readings the sample has. FB_FREE is derived (total - used).
-// PROF_GR_ENGINE_ACTIVE is not written: GpuSample has no field of its own for it.
 struct MetricDef {
   const char* name;
   const char* help;
@@ -105,6 +114,8 @@ const MetricDef kMetrics[] = {
     {"DCGM_FI_DEV_FB_FREE", "Framebuffer memory free (in MiB).", nullptr, Value::kInt},
     {"DCGM_FI_DEV_FB_USED", "Framebuffer memory used (in MiB).", &GpuSample::mem_used_mib,
      Value::kInt},
+    {"DCGM_FI_PROF_GR_ENGINE_ACTIVE", "Ratio of time the graphics engine is active.",
+     &GpuSample::gr_engine_active_ratio, Value::kFloat},
     {"DCGM_FI_PROF_SM_ACTIVE", "The ratio of cycles an SM has at least 1 warp assigned.",
      &GpuSample::sm_activity_ratio, Value::kFloat},
     {"DCGM_FI_PROF_SM_OCCUPANCY", "The ratio of number of warps resident on an SM.",
