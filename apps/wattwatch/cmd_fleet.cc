@@ -90,12 +90,9 @@ void AddFleetCommand(CLI::App& app, int* exit_code) {
                   "the first cycle reads this much history; an outage is caught up to this much")
       ->check(CLI::Range(1.0, 7.0 * 86400))
       ->capture_default_str();
-  cmd->add_option("--step-s", o->step_s,
-                  "query step (0: the scrape interval, found from the raw samples)")
-      ->check(CLI::Range(0.0, 3600.0))
-      ->capture_default_str();
-  cmd->add_option("--shard", o->shard,
-                  "K/N: judge only the jobs with FNV-1a64(job id) mod N == K (replicas 0..N-1)")
+  cmd->add_option(
+         "--shard", o->shard,
+         "K/N: judge only the jobs with fmix64(FNV-1a64(job id)) mod N == K (replicas 0..N-1)")
       ->capture_default_str();
   cmd->add_option("--close-after-s", o->close_after_s,
                   "close a job (and write its summary) after this long without samples")
@@ -164,9 +161,9 @@ void AddFleetCommand(CLI::App& app, int* exit_code) {
   const fleet::FleetOptions d;
   cmd->footer(fmt::format(
       R"(
-Each --interval-s ({:g} s) one /api/v1/query_range for every DCGM field of ALL GPUs at once
-(a regex on __name__, never a query per GPU) over the samples new since the last cycle, at the
-scrape interval as step. A GPU's job is the value of --job-label on its series; a GPU without it
+Each --interval-s ({:g} s) one query for every DCGM field of ALL GPUs at once (a regex on
+__name__, never a query per GPU): the raw samples stored since the last cycle, as scraped (a
+range selector, not query_range, which would paper over a hole with repeated values). A GPU's job is the value of --job-label on its series; a GPU without it
 is unattributed (wattwatch_fleet_unattributed_gpus). Each job gets its own triage engine, the
 one `wattwatch triage` runs: a hang is every rank spinning (or gone) for --hang-confirm-s
 ({:g} s); a rank-0 checkpoint on another host of the job is seen as one, since the job's hosts
@@ -177,7 +174,7 @@ Prometheus slow or down: each request is retried --retries ({}) times, the wait 
 changes a verdict and never closes a job; wattwatch_fleet_query_errors_total,
 wattwatch_fleet_prometheus_up and wattwatch_fleet_data_behind_seconds say so.
 
---shard K/N: N replicas split the jobs by FNV-1a 64 of the job id, mod N; no coordination.
+--shard K/N: N replicas split the jobs by fmix64(FNV-1a 64(job id)) mod N; no coordination.
 
 Endpoints: /metrics (wattwatch_job_* per job, wattwatch_fleet_* about the service), /jobs (JSON:
 every job's verdict and reasons, recently closed jobs), /healthz (200 while cycles succeed).

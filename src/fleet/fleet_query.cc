@@ -39,10 +39,10 @@ Result<std::string> SelectorMatchers(const std::string& selector) {
   return std::string(TrimSpace(s.substr(1, s.size() - 2)));
 }
 
-PromFleetQuery::PromFleetQuery(ingest::PromHttp* http, Clock* clock, std::string selector)
-    : http_(http), clock_(clock), inner_(std::move(selector)) {
-  range_query_ = "{__name__=~\"" + ingest::DcgmMetricRegex() + "\"" +
-                 (inner_.empty() ? "" : "," + inner_) + "}";
+PromFleetQuery::PromFleetQuery(ingest::PromHttp* http, Clock* clock, std::string matchers)
+    : http_(http), clock_(clock) {
+  selector_ = "{__name__=~\"" + ingest::DcgmMetricRegex() + "\"" +
+              (matchers.empty() ? "" : "," + matchers) + "}";
 }
 
 Status PromFleetQuery::GetDecoded(const std::string& path,
@@ -85,46 +85,25 @@ Status PromFleetQuery::GetDecoded(const std::string& path,
   return Status::Ok();
 }
 
-Result<FleetBatch> PromFleetQuery::Range(int64_t start_ms, int64_t end_ms, int64_t step_ms) {
+Result<FleetBatch> PromFleetQuery::Samples(int64_t start_ms, int64_t end_ms) {
   FleetBatch batch;
-  WW_RETURN_IF_ERROR(GetDecoded("/api/v1/query_range",
-                                {{"query", range_query_},
-                                 {"start", PromSeconds(start_ms)},
-                                 {"end", PromSeconds(end_ms)},
-                                 {"step", PromSeconds(step_ms) + "s"}},
-                                fmt::format("the range query [{}, {}]", FormatIsoMs(start_ms, true),
+  const std::string q = selector_ + fmt::format("[{}ms]", std::max<int64_t>(1, end_ms - start_ms));
+  WW_RETURN_IF_ERROR(GetDecoded("/api/v1/query", {{"query", q}, {"time", PromSeconds(end_ms)}},
+                                fmt::format("the samples of [{}, {}]", FormatIsoMs(start_ms, true),
                                             FormatIsoMs(end_ms, true)),
                                 &batch));
-  return batch;
-}
-
-Result<ScrapeInfo> PromFleetQuery::ScrapeInterval(int64_t at_ms, int64_t window_ms) {
-  // Raw samples: an instant query of a range vector is a matrix of the stored points.
-  const std::string q = "{__name__=\"DCGM_FI_DEV_POWER_USAGE\"" +
-                        (inner_.empty() ? "" : "," + inner_) +
-                        fmt::format("}}[{}ms]", std::max<int64_t>(window_ms, 1000));
-  FleetBatch raw;
-  WW_RETURN_IF_ERROR(GetDecoded("/api/v1/query", {{"query", q}, {"time", PromSeconds(at_ms)}},
-                                "the scrape-interval query " + q, &raw));
-  ScrapeInfo info;
-  info.gpus = raw.series;
-  std::map<std::pair<std::string, uint16_t>, int64_t> last;
+  // The scrape interval, from the samples themselves: the median spacing of a GPU's samples.
+  std::map<std::pair<uint16_t, uint16_t>, int64_t> last;
   std::vector<double> spacings;
-  for (const GpuSample& s : raw.samples) {
-    auto [it, inserted] = last.try_emplace({raw.hosts[s.key.host], s.key.gpu}, s.timestamp_ms);
-    if (!inserted) {
-      if (s.timestamp_ms > it->second) {
-        spacings.push_back(static_cast<double>(s.timestamp_ms - it->second));
-      }
-      it->second = s.timestamp_ms;
+  for (const GpuSample& s : batch.samples) {
+    auto [it, inserted] = last.try_emplace({s.key.host, s.key.gpu}, s.timestamp_ms);
+    if (!inserted && s.timestamp_ms > it->second) {
+      spacings.push_back(static_cast<double>(s.timestamp_ms - it->second));
     }
+    it->second = s.timestamp_ms;
   }
-  if (spacings.empty()) return info;
-  // Scrape times jitter by a few ms; intervals are configured in round numbers (to 10 ms).
-  const double median = Percentile(spacings, 0.5);
-  info.interval_ms =
-      std::max<int64_t>(1, median >= 100 ? std::llround(median / 10) * 10 : std::llround(median));
-  return info;
+  if (!spacings.empty()) batch.spacing_ms = std::llround(Percentile(spacings, 0.5));
+  return batch;
 }
 
 }  // namespace ww::fleet

@@ -102,9 +102,10 @@ std::string RenderFleetMetrics(const JobTable& table, const FleetSelfStats& self
            "GPU-samples without the job label(s)");
   w.Sample("wattwatch_fleet_samples_unattributed_total", {},
            static_cast<double>(self.samples_unattributed));
-  w.Family("wattwatch_fleet_step_seconds", "gauge",
-           "the query step: the scrape interval of DCGM_FI_DEV_POWER_USAGE (0: not known yet)");
-  w.Sample("wattwatch_fleet_step_seconds", {}, static_cast<double>(self.step_ms) / 1000.0);
+  w.Family("wattwatch_fleet_scrape_interval_seconds", "gauge",
+           "median spacing of a GPU's samples as read (0: not known yet)");
+  w.Sample("wattwatch_fleet_scrape_interval_seconds", {},
+           static_cast<double>(self.scrape_interval_ms) / 1000.0);
   w.Family("wattwatch_fleet_query_duration_seconds", "histogram",
            "wall time of one Prometheus request (with retries' waits excluded)");
   self.query_seconds.Write(w, "wattwatch_fleet_query_duration_seconds", {});
@@ -134,7 +135,7 @@ json FleetJobsJson(const JobTable& table, const FleetSelfStats& self) {
   j["prometheus"] = {
       {"url", self.prometheus_url},
       {"up", self.prometheus_up},
-      {"step_s", static_cast<double>(self.step_ms) / 1000.0},
+      {"scrape_interval_s", static_cast<double>(self.scrape_interval_ms) / 1000.0},
       {"last_success", self.last_success_unix_ms > 0
                            ? json(FormatIsoMs(self.last_success_unix_ms, true))
                            : json(nullptr)},

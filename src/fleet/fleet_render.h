@@ -24,7 +24,7 @@ struct FleetSelfStats {
   std::string prometheus_url;
   std::string job_label;  // as given: "hpc_job", "namespace,pod"
   Shard shard;
-  int64_t step_ms = 0;               // 0: scrape interval not known yet
+  int64_t scrape_interval_ms = 0;    // seen in the samples; 0: not known yet
   bool prometheus_up = false;        // the last cycle's queries all answered
   int64_t last_success_unix_ms = 0;  // 0: never
   int64_t covered_until_ms = 0;      // data read up to here; 0: nothing yet

@@ -19,10 +19,15 @@ using nlohmann::json;
 
 namespace {
 
-// Points one request may return in all (series x steps): bounds the answer's text and the
+// Points one request may return in all (series x samples): bounds the answer's text and the
 // decoder's points, so a catch-up of an hour of 10,000 GPUs is read in pieces.
 constexpr int64_t kMaxPointsPerRequest = 2'000'000;
-constexpr int64_t kMaxStepsPerRequest = 10'000;  // Prometheus refuses 11,000 points a series
+// Before the first answer tells the series count and the scrape interval.
+constexpr int64_t kFirstChunkMs = 60'000;
+// Re-read before the last cycle's end: a sample stamped before it but stored after that query
+// (a scrape still running) is read next time; repeats are dropped per GPU. Two scrape intervals,
+// this much before the interval is known.
+constexpr int64_t kDefaultOverlapMs = 60'000;
 
 // This thread's CPU time: what decoding and evaluation cost, apart from waiting on Prometheus.
 double ThreadCpuS() {
@@ -52,8 +57,8 @@ Status FleetService::Start() {
   if (!labels.ok()) return labels.status();
   auto shard = ParseShard(o_.shard);
   if (!shard.ok()) return shard.status();
-  if (!(o_.interval_s > 0) || !(o_.lookback_s > 0) || o_.step_s < 0) {
-    return Status::InvalidInput("--interval-s and --lookback-s must be positive, --step-s >= 0");
+  if (!(o_.interval_s > 0) || !(o_.lookback_s > 0)) {
+    return Status::InvalidInput("--interval-s and --lookback-s must be positive");
   }
   JobTableOptions t;
   t.job_labels = *labels;
@@ -65,7 +70,6 @@ Status FleetService::Start() {
   self_.prometheus_url = query_->url();
   self_.job_label = o_.job_label;
   self_.shard = *shard;
-  self_.step_ms = static_cast<int64_t>(std::llround(o_.step_s * 1000));
 
   if (!o_.events_path.empty()) {
     auto log = exporter::EventLog::Open(o_.events_path);
@@ -140,95 +144,64 @@ Result<T> FleetService::WithRetries(F&& call, std::atomic<int>* stop) {
   }
 }
 
-bool FleetService::FindStep() {
-  if (self_.step_ms > 0) return true;
-  const int64_t window = std::min<int64_t>(static_cast<int64_t>(o_.lookback_s * 1000), 600'000);
-  auto info =
-      WithRetries<ScrapeInfo>([&] { return query_->ScrapeInterval(NowMs(), window); }, stop_);
-  if (!info.ok()) {
-    ++self_.query_errors;
-    self_.prometheus_up = false;
-    self_.last_error = info.status().message();
-    if (info.status().code() == StatusCode::kInvalidInput && !any_answer_) fatal_ = info.status();
-    spdlog::error("{}", info.status().message());
-    return false;
-  }
-  self_.prometheus_up = true;
-  self_.last_success_unix_ms = clock_->NowUnixMs();
-  if (info->interval_ms <= 0) {
-    spdlog::info(
-        "no GPU has two DCGM_FI_DEV_POWER_USAGE samples yet at {}; the step (scrape "
-        "interval) is found next cycle",
-        query_->url());
-    return false;
-  }
-  self_.step_ms = info->interval_ms;
-  series_estimate_ = info->gpus * 10;  // about ten DCGM fields a GPU
-  spdlog::info("step {} s (the scrape interval of {} GPU series)",
-               static_cast<double>(self_.step_ms) / 1000.0, info->gpus);
-  return true;
-}
-
 CycleReport FleetService::Cycle() {
   CycleReport rep;
   const int64_t wall0 = clock_->NowMonotonicNs();
   ++self_.cycles;
-  table_->BeginCycle();
-  if (!FindStep()) {
-    rep.ok = false;
-    rep.wall_s = static_cast<double>(clock_->NowMonotonicNs() - wall0) / 1e9;
-    Publish();
-    return rep;
-  }
-  const int64_t step = self_.step_ms;
-  const int64_t now = NowMs();
-  const int64_t end = now / step * step;
-  const int64_t lookback = static_cast<int64_t>(o_.lookback_s * 1000) / step * step;
-  int64_t start = self_.covered_until_ms > 0 ? self_.covered_until_ms + step : end - lookback;
-  if (self_.covered_until_ms > 0 && start < end - lookback) {
+  const int64_t end = NowMs();
+  const int64_t lookback = static_cast<int64_t>(o_.lookback_s * 1000);
+  const int64_t overlap = std::min(
+      lookback, self_.scrape_interval_ms > 0 ? 2 * self_.scrape_interval_ms : kDefaultOverlapMs);
+  int64_t start = self_.covered_until_ms > 0 ? self_.covered_until_ms - overlap : end - lookback;
+  if (self_.covered_until_ms > 0 && self_.covered_until_ms < end - lookback) {
     // Out for longer than the lookback: the oldest part is not read (a gap, not a verdict).
-    self_.gap_seconds += static_cast<uint64_t>((end - lookback - start) / 1000);
-    spdlog::warn("skipping {} s of data older than --lookback-s", (end - lookback - start) / 1000);
+    const int64_t skipped_ms = end - lookback - self_.covered_until_ms;
+    self_.gap_seconds += static_cast<uint64_t>(skipped_ms / 1000);
+    spdlog::warn("skipping {} s of data older than --lookback-s", skipped_ms / 1000);
     start = end - lookback;
   }
   rep.start_ms = start;
   rep.end_ms = end;
   bool ok = true;
-  if (start <= end) {
-    const int64_t steps_per_request = std::clamp<int64_t>(
-        kMaxPointsPerRequest / std::max<int64_t>(1, series_estimate_), 1, kMaxStepsPerRequest);
-    for (int64_t from = start; from <= end; from += steps_per_request * step) {
-      const int64_t to = std::min(end, from + (steps_per_request - 1) * step);
-      const double cpu0 = ThreadCpuS();
-      auto batch = WithRetries<FleetBatch>([&] { return query_->Range(from, to, step); }, stop_);
-      ++rep.requests;
-      if (!batch.ok()) {
-        ++self_.query_errors;
-        self_.last_error = batch.status().message();
-        spdlog::error("{}; the range from {} is read again next cycle", batch.status().message(),
-                      FormatIsoMs(from, true));
-        if (batch.status().code() == StatusCode::kInvalidInput && !any_answer_) {
-          fatal_ = batch.status();
-        }
-        ok = false;
-        break;
+  for (int64_t from = start; from < end;) {
+    const int64_t to = std::min(end, from + (chunk_ms_ > 0 ? chunk_ms_ : kFirstChunkMs));
+    const double cpu0 = ThreadCpuS();
+    auto batch = WithRetries<FleetBatch>([&] { return query_->Samples(from, to); }, stop_);
+    ++rep.requests;
+    if (!batch.ok()) {
+      ++self_.query_errors;
+      self_.last_error = batch.status().message();
+      spdlog::error("{}; the range from {} is read again next cycle", batch.status().message(),
+                    FormatIsoMs(from, true));
+      if (batch.status().code() == StatusCode::kInvalidInput && !any_answer_) {
+        fatal_ = batch.status();
       }
-      const double cpu1 = ThreadCpuS();
-      rep.server_s += batch->server_seconds;
-      rep.decode_cpu_s += cpu1 - cpu0;
-      if (batch->server_warnings > 0) {
-        ++self_.partial_responses;
-        spdlog::warn("Prometheus warns the answer for [{}, {}] may be partial",
-                     FormatIsoMs(from, true), FormatIsoMs(to, true));
-      }
-      series_estimate_ = std::max<int64_t>(batch->series, 1);
-      const IngestStats st = table_->Ingest(*batch);
-      rep.evaluate_cpu_s += ThreadCpuS() - cpu1;
-      rep.samples += static_cast<int64_t>(batch->samples.size());
-      self_.samples_read += batch->samples.size();
-      self_.samples_unattributed += static_cast<uint64_t>(st.samples_unattributed);
-      self_.covered_until_ms = to;
+      ok = false;
+      break;
     }
+    const double cpu1 = ThreadCpuS();
+    rep.server_s += batch->server_seconds;
+    rep.decode_cpu_s += cpu1 - cpu0;
+    if (batch->server_warnings > 0) {
+      ++self_.partial_responses;
+      spdlog::warn("Prometheus warns the answer for [{}, {}] may be partial",
+                   FormatIsoMs(from, true), FormatIsoMs(to, true));
+    }
+    if (batch->spacing_ms > 0) self_.scrape_interval_ms = batch->spacing_ms;
+    if (batch->series > 0 && self_.scrape_interval_ms > 0) {
+      // Size the next request to about kMaxPointsPerRequest points.
+      chunk_ms_ = std::max<int64_t>(
+          self_.scrape_interval_ms,
+          kMaxPointsPerRequest / std::max<int64_t>(1, batch->series) * self_.scrape_interval_ms);
+    }
+    const IngestStats st = table_->Ingest(*batch);
+    rep.evaluate_cpu_s += ThreadCpuS() - cpu1;
+    rep.samples += st.samples_fed;
+    self_.samples_read +=
+        static_cast<uint64_t>(st.samples_fed + st.samples_unattributed + st.samples_other_shard);
+    self_.samples_unattributed += static_cast<uint64_t>(st.samples_unattributed);
+    self_.covered_until_ms = std::max(self_.covered_until_ms, to);
+    from = to;
   }
   const double cpu2 = ThreadCpuS();
   if (ok) {
@@ -370,8 +343,8 @@ int RunFleetCommand(const FleetOptions& options, std::atomic<int>* stop, std::os
     err << "wattwatch fleet: " << st.message() << "\n";
     return kExitBadInput;
   }
-  spdlog::info("judging every job by {} from {} every {:g} s (shard {}; query {})", o.job_label,
-               o.prometheus_url, o.interval_s, o.shard, query.range_query());
+  spdlog::info("judging every job by {} from {} every {:g} s (shard {}; query {}[RANGE])",
+               o.job_label, o.prometheus_url, o.interval_s, o.shard, query.selector());
   Status st = service.Run(stop);
   if (o.json) out << service.SummaryJson().dump(2) << "\n";
   if (!st.ok()) {

@@ -46,7 +46,6 @@ struct FleetOptions {
   std::string job_label = "hpc_job";
   double interval_s = 30;
   double lookback_s = 900;  // the first cycle's range, and the most an outage is caught up
-  double step_s = 0;        // 0: the scrape interval, found from the raw samples
   std::string shard = "0/1";
   double close_after_s = 600;  // a job without samples this long is closed with its summary
   int retries = 3;
@@ -65,7 +64,7 @@ struct FleetOptions {
 
 // One cycle's figures (the bench's columns).
 struct CycleReport {
-  int64_t start_ms = 0, end_ms = 0;  // the range read
+  int64_t start_ms = 0, end_ms = 0;  // the range read (with the overlap)
   int requests = 0;
   bool ok = true;
   double wall_s = 0;          // the whole cycle
@@ -103,7 +102,6 @@ class FleetService {
   // A request with retries; *attempts counts them.
   template <typename T, typename F>
   Result<T> WithRetries(F&& call, std::atomic<int>* stop);
-  bool FindStep();
   void Dispatch(std::vector<JobEvent> events);
   void Event(nlohmann::json event);
   void Publish();
@@ -122,7 +120,8 @@ class FleetService {
   std::unique_ptr<watch::ActionRunner> actions_;
   std::string listen_address_;
   std::atomic<int>* stop_ = nullptr;
-  int64_t series_estimate_ = 0;
+  int64_t series_estimate_ = 0;  // series in the last answer, for the size of the next
+  int64_t chunk_ms_ = 0;         // time one request covers (0: not sized yet)
   bool any_answer_ = false;
   Status fatal_;
 };

@@ -180,7 +180,12 @@ json Job::ToJson(bool summary) const {
 }
 
 void Job::OnHangConfirmed(const triage::HangEpisode& e) {
-  events_->push_back({JobEvent::Kind::kHangConfirmed, id_, HangJson(e, "hang_confirmed")});
+  json j = HangJson(e, "hang_confirmed");
+  // The newest sample the engine had when it confirmed: the engine's own latency is this minus
+  // `since`; what the fleet adds (scrape, cycle) is the wall time after it.
+  j["confirmed_with_samples_until"] = FormatIsoMs(last_ms_, true);
+  j["confirmed_with_samples_until_ms"] = last_ms_;
+  events_->push_back({JobEvent::Kind::kHangConfirmed, id_, std::move(j)});
 }
 
 void Job::OnHangEnded(const triage::HangEpisode& e) {
@@ -192,17 +197,12 @@ void Job::OnHangEnded(const triage::HangEpisode& e) {
 
 JobTable::JobTable(JobTableOptions options) : options_(std::move(options)) {}
 
-void JobTable::BeginCycle() {
-  unattributed_.clear();
-  other_shard_.clear();
-}
-
 IngestStats JobTable::Ingest(const FleetBatch& b) {
   IngestStats st;
   // Each GPU of the batch resolved once: its job (or none) and its model.
   struct Route {
     Job* job = nullptr;
-    bool other_shard = false;
+    std::pair<const std::string, int64_t>* other_shard = nullptr;  // its last-sample entry
     const GpuInfo* info = nullptr;
   };
   std::map<GpuKey, Route> routes;
@@ -211,8 +211,7 @@ IngestStats JobTable::Ingest(const FleetBatch& b) {
     auto id = JobIdOf(l.labels, options_.job_labels);
     if (!id) continue;
     if (!options_.shard.Owns(*id)) {
-      r.other_shard = true;
-      other_shard_.insert(*id);
+      r.other_shard = &*other_shard_.try_emplace(*id, INT64_MIN).first;
       continue;
     }
     auto it = jobs_.find(*id);
@@ -223,13 +222,18 @@ IngestStats JobTable::Ingest(const FleetBatch& b) {
   }
   for (const GpuInfo& info : b.infos) routes[info.key].info = &info;
   for (const GpuSample& s : b.samples) {
+    newest_ms_ = std::max(newest_ms_, s.timestamp_ms);
     auto it = routes.find(s.key);
     if (it == routes.end() || it->second.job == nullptr) {
       if (it != routes.end() && it->second.other_shard) {
         ++st.samples_other_shard;
+        it->second.other_shard->second = std::max(it->second.other_shard->second, s.timestamp_ms);
       } else {
         ++st.samples_unattributed;
-        if (s.key.host < b.hosts.size()) unattributed_.insert({b.hosts[s.key.host], s.key.gpu});
+        if (s.key.host < b.hosts.size()) {
+          int64_t& last = unattributed_[{b.hosts[s.key.host], s.key.gpu}];
+          last = std::max(last, s.timestamp_ms);
+        }
       }
       continue;
     }
@@ -258,6 +262,10 @@ void JobTable::Close(std::map<std::string, std::unique_ptr<Job>>::iterator it, c
 }
 
 void JobTable::CloseIdle(int64_t covered_ms) {
+  std::erase_if(unattributed_,
+                [&](const auto& e) { return covered_ms - e.second > options_.close_after_ms; });
+  std::erase_if(other_shard_,
+                [&](const auto& e) { return covered_ms - e.second > options_.close_after_ms; });
   for (auto it = jobs_.begin(); it != jobs_.end();) {
     auto next = std::next(it);
     if (covered_ms - it->second->last_sample_ms() > options_.close_after_ms) {

@@ -3,7 +3,8 @@
 // in, engines fed, events out; no clock, no network (the times it decides by are the samples').
 //
 // - Grouping: a GPU's job is JobIdOf(its labels, job_labels) (jobs.h); a GPU without the labels
-//   is unattributed (counted per cycle), a job of another shard is skipped (counted).
+//   is unattributed, a job of another shard is skipped (both counted while their samples are
+//   fresh: within gpu_stale_ms of the newest sample read, so an outage does not zero them).
 // - Inside a job, hosts are numbered in the order they appear and a GPU keeps its index on its
 //   host, so the engine's reasons name GPUs as the exporter does ("gpu-a/GPU3"). A GPU that moves
 //   to another job (its label changed) starts afresh there; in the old job it goes stale.
@@ -126,8 +127,6 @@ class JobTable {
   JobTable(const JobTable&) = delete;  // the jobs hold a reference to options_
   JobTable& operator=(const JobTable&) = delete;
 
-  // Starts a cycle: the per-cycle counts (unattributed GPUs, jobs of other shards) restart.
-  void BeginCycle();
   IngestStats Ingest(const FleetBatch& batch);
   // The data has been read up to covered_ms: close the jobs silent for close_after_ms before it.
   void CloseIdle(int64_t covered_ms);
@@ -139,21 +138,29 @@ class JobTable {
   // Summaries of the last closed jobs, oldest first.
   const std::deque<nlohmann::json>& closed() const { return closed_; }
   int64_t jobs_closed_total() const { return jobs_closed_total_; }
-  // Distinct GPUs without the job labels, and jobs of other shards, seen this cycle.
-  size_t unattributed_gpus() const { return unattributed_.size(); }
-  size_t other_shard_jobs() const { return other_shard_.size(); }
+  // Distinct GPUs without the job labels, and jobs of other shards, with fresh samples.
+  size_t unattributed_gpus() const { return Fresh(unattributed_); }
+  size_t other_shard_jobs() const { return Fresh(other_shard_); }
   const JobTableOptions& options() const { return options_; }
 
  private:
   void Close(std::map<std::string, std::unique_ptr<Job>>::iterator it, const char* why);
+  template <typename M>
+  size_t Fresh(const M& last_ms) const {
+    size_t n = 0;
+    for (const auto& [k, t] : last_ms) n += t >= newest_ms_ - options_.gpu_stale_ms;
+    return n;
+  }
 
   JobTableOptions options_;
   std::map<std::string, std::unique_ptr<Job>> jobs_;
   std::deque<nlohmann::json> closed_;
   int64_t jobs_closed_total_ = 0;
   std::vector<JobEvent> events_;
-  std::set<std::pair<std::string, uint16_t>> unattributed_;
-  std::set<std::string> other_shard_;
+  // Last sample time of each unattributed GPU and of each other shard's job (pruned on close).
+  std::map<std::pair<std::string, uint16_t>, int64_t> unattributed_;
+  std::map<std::string, int64_t> other_shard_;
+  int64_t newest_ms_ = INT64_MIN;
 };
 
 }  // namespace ww::fleet

@@ -61,6 +61,15 @@ uint64_t Fnv1a64(std::string_view bytes) {
   return h;
 }
 
+uint64_t Fmix64(uint64_t h) {
+  h ^= h >> 33;
+  h *= 0xff51afd7ed558ccdull;
+  h ^= h >> 33;
+  h *= 0xc4ceb9fe1a85ec53ull;
+  h ^= h >> 33;
+  return h;
+}
+
 Result<Shard> ParseShard(std::string_view flag) {
   const std::string_view t = TrimSpace(flag);
   const size_t slash = t.find('/');

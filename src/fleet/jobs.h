@@ -5,10 +5,12 @@
 // joined with "/" ("training/llama-0"). A GPU without every named label (or with an empty
 // value) belongs to no job: it is unattributed, counted but not judged.
 //
-// Sharding: replica K of N (0 <= K < N) judges the jobs whose FNV-1a 64-bit hash of the job id
-// string (offset basis 14695981039346656037, prime 1099511628211, over the id's bytes) is K
-// modulo N. Every replica computes the same split from the id alone: no coordination, no overlap,
-// and a job stays on its replica while the replica count stays the same.
+// Sharding: replica K of N (0 <= K < N) judges the jobs whose ShardHash is K modulo N:
+// FNV-1a 64 of the job id's bytes (offset basis 14695981039346656037, prime 1099511628211), then
+// MurmurHash3's 64-bit finalizer (fmix64). The finalizer matters: FNV-1a's low bits are weak
+// (its parity is the parity of the bytes' low bits alone, so "job-1"/"run-1"/... could all land
+// on one of two replicas). Every replica computes the same split from the id alone: no
+// coordination, no overlap, and a job stays on its replica while the replica count stays.
 #pragma once
 
 #include <cstdint>
@@ -38,11 +40,14 @@ std::optional<std::string> JobIdOf(const std::map<std::string, std::string>& lab
                                    const std::vector<std::string>& names);
 
 uint64_t Fnv1a64(std::string_view bytes);
+// MurmurHash3 fmix64: every input bit reaches every output bit.
+uint64_t Fmix64(uint64_t h);
+inline uint64_t ShardHash(std::string_view job_id) { return Fmix64(Fnv1a64(job_id)); }
 
 struct Shard {
   uint32_t index = 0;  // K
   uint32_t count = 1;  // N
-  bool Owns(std::string_view job_id) const { return Fnv1a64(job_id) % count == index; }
+  bool Owns(std::string_view job_id) const { return ShardHash(job_id) % count == index; }
 };
 
 // "K/N" with 0 <= K < N <= 4096. InvalidInput naming --shard otherwise.
