@@ -153,11 +153,11 @@ CycleReport FleetService::Cycle() {
   const int64_t overlap = std::min(
       lookback, self_.scrape_interval_ms > 0 ? 2 * self_.scrape_interval_ms : kDefaultOverlapMs);
   int64_t start = self_.covered_until_ms > 0 ? self_.covered_until_ms - overlap : end - lookback;
+  int64_t skipped_ms = 0;
   if (self_.covered_until_ms > 0 && self_.covered_until_ms < end - lookback) {
-    // Out for longer than the lookback: the oldest part is not read (a gap, not a verdict).
-    const int64_t skipped_ms = end - lookback - self_.covered_until_ms;
-    self_.gap_seconds += static_cast<uint64_t>(skipped_ms / 1000);
-    spdlog::warn("skipping {} s of data older than --lookback-s", skipped_ms / 1000);
+    // Out for longer than the lookback: the oldest part is not read (a gap, not a verdict);
+    // counted once the range after it has been read.
+    skipped_ms = end - lookback - self_.covered_until_ms;
     start = end - lookback;
   }
   rep.start_ms = start;
@@ -201,6 +201,11 @@ CycleReport FleetService::Cycle() {
         static_cast<uint64_t>(st.samples_fed + st.samples_unattributed + st.samples_other_shard);
     self_.samples_unattributed += static_cast<uint64_t>(st.samples_unattributed);
     self_.covered_until_ms = std::max(self_.covered_until_ms, to);
+    if (skipped_ms > 0) {
+      self_.gap_seconds += static_cast<uint64_t>(skipped_ms / 1000);
+      spdlog::warn("{} s of data older than --lookback-s were not read", skipped_ms / 1000);
+      skipped_ms = 0;
+    }
     from = to;
   }
   const double cpu2 = ThreadCpuS();
