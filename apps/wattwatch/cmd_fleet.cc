@@ -188,7 +188,8 @@ Examples:
       --end 2026-11-18T03:00:00Z --listen none --json > fleet.json    # replay a past night
 
 Exit codes: 0 stopped (SIGTERM/SIGINT, --once, the replay's end); 2 bad flags, the port in use,
-an events file not writable, or a Prometheus that refuses the query (a bad --selector).)",
+an events file not writable, a Prometheus that refuses the query (a bad --selector), or --once
+without an answer.)",
       d.interval_s, d.triage.hang_confirm_s, d.close_after_s, d.retries, d.retry_backoff_s));
   cmd->callback([ff, exit_code] { *exit_code = RunFleet(*ff); });
 }

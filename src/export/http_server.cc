@@ -215,25 +215,25 @@ class MetricsServer::Loop {
       res.status = ok ? 200 : 503;
       res.set_content(ok ? "ok\n" : "stale: no fresh sample\n", "text/plain");
     });
-    router_.Get(
-        options_.state_path, [this, snapshot](const httplib::Request& req, httplib::Response& res) {
-          if (!options_.state_token.empty() && !Authorized(req)) {
-            ++counters_->unauthorized;
-            res.status = 401;
-            res.set_header("WWW-Authenticate", "Bearer realm=\"wattwatch\"");
-            res.set_content(options_.state_path +
-                                " needs \"Authorization: Bearer TOKEN\", TOKEN as in the watcher's "
-                                "--state-token-file\n",
-                            "text/plain");
-            return;
-          }
-          auto text = snapshot->state();
-          res.set_content(*text, "application/json");
-        });
-    router_.Get("/", [this](const httplib::Request&, httplib::Response& res) {
-      res.set_content(
-          "wattwatch: /metrics (Prometheus), " + options_.state_path + " (JSON), /healthz\n",
-          "text/plain");
+    // The JSON document: /state for watch, /jobs for fleet (ServerOptions::state_path).
+    const std::string& doc = options_.state_path;
+    router_.Get(doc, [this, snapshot](const httplib::Request& req, httplib::Response& res) {
+      if (!options_.state_token.empty() && !Authorized(req)) {
+        ++counters_->unauthorized;
+        res.status = 401;
+        res.set_header("WWW-Authenticate", "Bearer realm=\"wattwatch\"");
+        res.set_content(
+            "/state needs \"Authorization: Bearer TOKEN\", TOKEN as in the watcher's "
+            "--state-token-file\n",
+            "text/plain");
+        return;
+      }
+      auto text = snapshot->state();
+      res.set_content(*text, "application/json");
+    });
+    router_.Get("/", [doc](const httplib::Request&, httplib::Response& res) {
+      res.set_content("wattwatch: /metrics (Prometheus), " + doc + " (JSON), /healthz\n",
+                      "text/plain");
     });
   }
 

@@ -356,6 +356,11 @@ int RunFleetCommand(const FleetOptions& options, std::atomic<int>* stop, std::os
     err << "wattwatch fleet: " << st.message() << "\n";
     return kExitBadInput;
   }
+  // One cycle asked for and it could not read Prometheus: the caller got no verdicts.
+  if (o.once && !service.cycles().empty() && !service.cycles().back().ok) {
+    err << "wattwatch fleet: --once: " << service.self().last_error << "\n";
+    return kExitBadInput;
+  }
   return kExitOk;
 }
 

@@ -368,8 +368,18 @@ def run(args, tmp, procs, exporters):
     raise Failure("the checkpoint job never showed a GPU in checkpoint")
   if outage is None or not after_outage_ok:
     raise Failure("the outage did not happen or the replicas did not recover")
-  jobs_by_shard = {k: {j["job"] for j in json.loads(get(f"http://{a}/jobs"))["jobs"]}
-                   for k, a in addrs.items()}
+  docs = {k: json.loads(get(f"http://{a}/jobs")) for k, a in addrs.items()}
+  jobs_by_shard = {k: {j["job"] for j in d["jobs"]} for k, d in docs.items()}
+  by_id = {j["job"]: j for d in docs.values() for j in d["jobs"]}
+  h = by_id.get(jobs["hang"], {})
+  if h.get("verdict") != "hang" or not any("spinning in a collective" in r
+                                            for r in h.get("reasons", [])):
+    raise Failure(f"/jobs for the hanging job: {h}")
+  if by_id.get(jobs["ckpt"], {}).get("verdict") == "hang" or \
+      by_id.get(jobs["ok"], {}).get("verdict") == "hang":
+    raise Failure(f"/jobs: {by_id}")
+  for a in addrs.values():
+    urllib.request.urlopen(f"http://{a}/healthz", timeout=2)  # 200 once cycles succeed
   if jobs_by_shard[0] & jobs_by_shard[1] or jobs_by_shard[0] | jobs_by_shard[1] != set(
       jobs.values()):
     raise Failure(f"shards: {jobs_by_shard}, jobs {sorted(jobs.values())}")
