@@ -273,6 +273,7 @@ Status FleetService::Run(std::atomic<int>* stop) {
   int64_t next = clock_->NowMonotonicNs();
   while (!(stop && stop->load() != 0)) {
     reports_.push_back(Cycle());
+    if (reports_.size() > kMaxReports) reports_.pop_front();
     if (!fatal_.ok()) return fatal_;
     if (o_.once) break;
     if (replay_clock_) {

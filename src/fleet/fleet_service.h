@@ -19,6 +19,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <deque>
 #include <iosfwd>
 #include <memory>
 #include <optional>
@@ -93,7 +94,9 @@ class FleetService {
 
   const JobTable& table() const { return *table_; }
   const FleetSelfStats& self() const { return self_; }
-  const std::vector<CycleReport>& cycles() const { return reports_; }
+  // The last kMaxReports cycles (all of a replay's up to that many).
+  const std::deque<CycleReport>& cycles() const { return reports_; }
+  static constexpr size_t kMaxReports = 10000;
   const std::string& listen_address() const { return listen_address_; }
   nlohmann::json SummaryJson() const;
 
@@ -113,7 +116,7 @@ class FleetService {
   ManualClock* replay_clock_;
   std::unique_ptr<JobTable> table_;
   FleetSelfStats self_;
-  std::vector<CycleReport> reports_;
+  std::deque<CycleReport> reports_;
   exporter::MetricsSnapshot snapshot_;
   std::unique_ptr<exporter::MetricsServer> server_;
   std::unique_ptr<exporter::EventWriter> events_;

@@ -71,8 +71,10 @@ def check_cli(root, binary):
       continue
     for args in fleet_calls(open(path).read()):
       seen += 1
-      errors += [f"{rel}: --{a[2:].split('=')[0]} is not in `wattwatch fleet --help`"
-                 for a in args if a.startswith("--") and a.split("=")[0] not in known]
+      for a in args:
+        m = re.match(r"--[a-z][a-z0-9-]*", a)  # prose: `--start/--end`, `--shard K/N`
+        if m and m.group(0) not in known:
+          errors.append(f"{rel}: {m.group(0)} is not in `wattwatch fleet --help`")
   k8s = os.path.join(root, "deploy/kubernetes/fleet-deployment.yaml")
   cmd = re.findall(r"^\s+- (--[a-z-]+)", open(k8s).read(), re.M)
   seen += 1
