@@ -22,7 +22,11 @@ done
 HERE=$(cd "$(dirname "$0")" && pwd)
 TMP=$(mktemp -d /tmp/ww_fleet_scale.XXXXXX)
 PROM_PID=
-cleanup() { [[ -n $PROM_PID ]] && kill "$PROM_PID" 2>/dev/null && wait "$PROM_PID" 2>/dev/null; rm -rf "$TMP"; }
+# KEEP_TMP=1 keeps the TSDBs, the events files and each run's JSON (the path is printed).
+cleanup() {
+  [[ -n $PROM_PID ]] && kill "$PROM_PID" 2>/dev/null && wait "$PROM_PID" 2>/dev/null
+  if [[ -n ${KEEP_TMP:-} ]]; then echo "kept $TMP" >&2; else rm -rf "$TMP"; fi
+}
 trap cleanup EXIT
 
 printf '%-7s %-6s %-9s %-10s %-12s %-11s %-13s %-12s %-10s %-9s\n' GPUS JOBS backfill_s \
