@@ -2,7 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+
 #include "fleet/fleet_fixtures.h"
+#include "support/support.h"
 
 namespace ww::fleet {
 namespace {
@@ -213,6 +216,54 @@ TEST(FleetQuery, FailuresSayWhetherARetryHelps) {
   auto empty = q.Samples(0, 1000);
   ASSERT_TRUE(empty.ok());
   EXPECT_TRUE(empty->samples.empty());
+}
+
+}  // namespace
+}  // namespace ww::fleet
+
+namespace ww::fleet {
+namespace {
+
+// The hook runs once per hang confirmed while it lasts, with the job in WATTWATCH_JOB_ID; a hang
+// that was already over in the range read (history) is written down but runs nothing.
+TEST(FleetService, HookRunsForACurrentHangNotForHistory) {
+  Store s;
+  s.AddJob("hang-spin", {"gpu-a"}, "h");
+  ww::testing::TempDir dir;
+  const std::string out = dir / "hook.txt";
+  const std::string events = dir / "events.jsonl";
+  FleetOptions o = ServiceOpts();
+  o.actions.hook_argv = {"sh", "-c", "echo \"$WATTWATCH_JOB_ID $WATTWATCH_CULPRITS\" >> " + out};
+  o.events_path = events;
+  {
+    Harness h(&s, o);
+    ASSERT_TRUE(h.service.Start().ok());
+    for (int i = 0; i < 8; ++i) {  // to 4 min in: the hang began at 87 s and goes on
+      h.Advance(30);
+      ASSERT_TRUE(h.service.Cycle().ok);
+    }
+  }  // the service's destructor waits for the hook
+  EXPECT_EQ(ww::testing::ReadFile(out), "h gpu-a/GPU2\n");
+
+  const std::string out2 = dir / "hook2.txt";
+  o.actions.hook_argv = {"sh", "-c", "echo ran >> " + out2};
+  o.lookback_s = 600;  // the first cycle reads the whole trace, hang and its end
+  {
+    Harness h(&s, o);
+    ASSERT_TRUE(h.service.Start().ok());
+    h.Advance(400);
+    ASSERT_TRUE(h.service.Cycle().ok);
+  }
+  EXPECT_FALSE(std::filesystem::exists(out2));
+  int historical = 0, current = 0;
+  for (const auto& line : ww::testing::Lines(ww::testing::ReadFile(events))) {
+    auto j = nlohmann::json::parse(line);
+    if (j.value("event", "") != "hang_confirmed") continue;
+    (j.value("historical", false) ? historical : current) += 1;
+    EXPECT_EQ(j["job_id"], "h");
+  }
+  EXPECT_EQ(current, 1);
+  EXPECT_EQ(historical, 1);
 }
 
 }  // namespace
