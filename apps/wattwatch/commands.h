@@ -19,5 +19,7 @@ void AddWatchCommands(CLI::App& app, int* exit_code);
 void AddIobenchCommand(CLI::App& app, int* exit_code);
 void AddScalingCommand(CLI::App& app, int* exit_code);
 void AddIncidentCommand(CLI::App& app, int* exit_code);
+// `fleet`: every job of a cluster judged from Prometheus.
+void AddFleetCommand(CLI::App& app, int* exit_code);
 
 }  // namespace ww::app

@@ -144,6 +144,7 @@ int main(int argc, char** argv) {
   ww::app::AddIobenchCommand(app, &exit_code);
   ww::app::AddScalingCommand(app, &exit_code);
   ww::app::AddIncidentCommand(app, &exit_code);
+  ww::app::AddFleetCommand(app, &exit_code);
 
   if (auto bad = CheckWords(app, argc, argv)) {
     std::cerr << bad->prefix << ": " << bad->message << "\n";

@@ -215,7 +215,9 @@ class MetricsServer::Loop {
       res.status = ok ? 200 : 503;
       res.set_content(ok ? "ok\n" : "stale: no fresh sample\n", "text/plain");
     });
-    router_.Get("/state", [this, snapshot](const httplib::Request& req, httplib::Response& res) {
+    // The JSON document: /state for watch, /jobs for fleet (ServerOptions::state_path).
+    const std::string& doc = options_.state_path;
+    router_.Get(doc, [this, snapshot](const httplib::Request& req, httplib::Response& res) {
       if (!options_.state_token.empty() && !Authorized(req)) {
         ++counters_->unauthorized;
         res.status = 401;
@@ -229,8 +231,9 @@ class MetricsServer::Loop {
       auto text = snapshot->state();
       res.set_content(*text, "application/json");
     });
-    router_.Get("/", [](const httplib::Request&, httplib::Response& res) {
-      res.set_content("wattwatch: /metrics (Prometheus), /state (JSON), /healthz\n", "text/plain");
+    router_.Get("/", [doc](const httplib::Request&, httplib::Response& res) {
+      res.set_content("wattwatch: /metrics (Prometheus), " + doc + " (JSON), /healthz\n",
+                      "text/plain");
     });
   }
 

@@ -42,6 +42,8 @@ struct ServerOptions {
   size_t max_request_bytes = 16 * 1024;  // request line, headers and body
   int max_requests_per_connection = 1000;
   std::string state_token;  // non-empty: /state needs "Authorization: Bearer <state_token>"
+  // Where the snapshot's JSON document is served (`wattwatch fleet` serves its jobs at /jobs).
+  std::string state_path = "/state";
 };
 
 // What the server refused or cut off, for its own metrics and for tests.

@@ -1,0 +1,90 @@
+#include "fleet/jobs.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <charconv>
+
+#include "core/strings.h"
+
+namespace ww::fleet {
+
+Result<std::vector<std::string>> ParseJobLabels(std::string_view flag) {
+  std::vector<std::string> names;
+  std::string kept;
+  for (std::string_view k : kJobLabelsKept) kept += (kept.empty() ? "" : ", ") + std::string(k);
+  size_t at = 0;
+  while (at <= flag.size()) {
+    size_t comma = flag.find(',', at);
+    if (comma == std::string_view::npos) comma = flag.size();
+    const std::string name(TrimSpace(flag.substr(at, comma - at)));
+    if (name.empty()) {
+      return Status::InvalidInput(
+          fmt::format("--job-label '{}': an empty label name (expected e.g. hpc_job or "
+                      "namespace,pod)",
+                      flag));
+    }
+    if (std::find(std::begin(kJobLabelsKept), std::end(kJobLabelsKept), name) ==
+        std::end(kJobLabelsKept)) {
+      return Status::InvalidInput(
+          fmt::format("--job-label '{}': '{}' is not a label the dcgm-exporter reader keeps per "
+                      "GPU ({})",
+                      flag, name, kept));
+    }
+    if (std::find(names.begin(), names.end(), name) != names.end()) {
+      return Status::InvalidInput(fmt::format("--job-label '{}': '{}' twice", flag, name));
+    }
+    names.push_back(name);
+    at = comma + 1;
+  }
+  return names;
+}
+
+std::optional<std::string> JobIdOf(const std::map<std::string, std::string>& labels,
+                                   const std::vector<std::string>& names) {
+  std::string id;
+  for (size_t i = 0; i < names.size(); ++i) {
+    auto it = labels.find(names[i]);
+    if (it == labels.end() || it->second.empty()) return std::nullopt;
+    if (i > 0) id.push_back('/');
+    id += it->second;
+  }
+  return id;
+}
+
+uint64_t Fnv1a64(std::string_view bytes) {
+  uint64_t h = 14695981039346656037ull;
+  for (unsigned char c : bytes) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+uint64_t Fmix64(uint64_t h) {
+  h ^= h >> 33;
+  h *= 0xff51afd7ed558ccdull;
+  h ^= h >> 33;
+  h *= 0xc4ceb9fe1a85ec53ull;
+  h ^= h >> 33;
+  return h;
+}
+
+Result<Shard> ParseShard(std::string_view flag) {
+  const std::string_view t = TrimSpace(flag);
+  const size_t slash = t.find('/');
+  Shard s;
+  const auto num = [](std::string_view part, uint32_t* out) {
+    const auto [p, ec] = std::from_chars(part.data(), part.data() + part.size(), *out);
+    return ec == std::errc() && p == part.data() + part.size() && !part.empty();
+  };
+  if (slash == std::string_view::npos || !num(t.substr(0, slash), &s.index) ||
+      !num(t.substr(slash + 1), &s.count) || s.count == 0 || s.count > 4096 || s.index >= s.count) {
+    return Status::InvalidInput(fmt::format(
+        "--shard '{}': expected K/N with 0 <= K < N <= 4096 (replica K of N, e.g. 0/2 and 1/2)",
+        flag));
+  }
+  return s;
+}
+
+}  // namespace ww::fleet
