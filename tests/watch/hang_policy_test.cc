@@ -209,8 +209,8 @@ TEST(HangPolicy, ACandidateTheGpusCannotCallWaitsForAProcessProbe) {
   EXPECT_NE(w.reasons.front().find("waiting for a process probe"), std::string::npos);
 
   const std::vector<ProbeState> quiet = {Probe("process", true, INT64_MIN, true)};
-  EXPECT_EQ(DecideHang(kStart + 29'000, kStart, quiet, {}, true).verdict, HangVerdict::kWaiting);
-  const auto c = DecideHang(kStart + 30'000, kStart, quiet, {}, true);
+  EXPECT_EQ(DecideHang(kStart + 14'000, kStart, quiet, {}, true).verdict, HangVerdict::kWaiting);
+  const auto c = DecideHang(kStart + 15'000, kStart, quiet, {}, true);  // confirm_proc_s
   ASSERT_EQ(c.verdict, HangVerdict::kConfirm);
   EXPECT_NE(c.reasons.front().find("no I/O, no log lines"), std::string::npos) << c.reasons.front();
 

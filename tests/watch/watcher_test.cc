@@ -168,7 +168,7 @@ TEST_F(WatcherTest, OneGpuPeggedAtLowPowerNeedsAProcessProbeToBeAHang) {
   const Outcome o = Watch("hang-spin", 1, 0, std::move(probes), 1);
   ASSERT_EQ(o.summary.hangs.size(), 1u);
   const auto& h = o.summary.hangs[0];
-  EXPECT_GE(static_cast<double>(h.detected_at_ms - h.start_ms) / 1000.0, 30);
+  EXPECT_GE(static_cast<double>(h.detected_at_ms - h.start_ms) / 1000.0, 15);  // confirm_proc_s
   EXPECT_THAT(Events(o, "hang_confirmed")[0]["reasons"].dump(), HasSubstr("no I/O, no log lines"));
 }
 
@@ -187,8 +187,8 @@ TEST_F(WatcherTest, EveryRankQuietWithProcessesStillIsAHangLive) {
   ASSERT_NE(stall, nullptr);
   const double after_truth_s =
       static_cast<double>(stall->detected_at_ms - o.truth_hang_start_ms) / 1000.0;
-  EXPECT_LT(after_truth_s, 60) << "confirm-proc-s (30 s) after the ranks went quiet, plus windows";
-  EXPECT_GE(after_truth_s, 30);
+  EXPECT_LT(after_truth_s, 45) << "confirm-proc-s (15 s) after the ranks went quiet, plus windows";
+  EXPECT_GE(after_truth_s, 15);
 }
 
 TEST_F(WatcherTest, SingleHostRankZeroCheckpointIsNeverAHang) {
