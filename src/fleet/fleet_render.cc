@@ -40,9 +40,17 @@ std::string RenderFleetMetrics(const JobTable& table, const FleetSelfStats& self
   for (const auto& [id, job] : jobs) {
     if (auto s = job->CommShare()) w.Sample("wattwatch_job_comm_share", {{"job", id}}, *s);
   }
+  w.Family("wattwatch_job_straggler_slowdown", "gauge",
+           "a rank the others wait for in every step: its compute time per step over the median "
+           "rank's (throttle: the clock-event reason when its clocks show one)");
+  for (const auto& [id, job] : jobs) {
+    for (const triage::Straggler& s : job->engine().stragglers()) {
+      w.Sample("wattwatch_job_straggler_slowdown",
+               {{"job", id}, {"gpu", job->GpuName(s.key)}, {"throttle", s.throttle}}, s.slowdown);
+    }
+  }
   w.Family("wattwatch_job_hang_culprit", "gauge",
-           "1 for each GPU the job's current hang is blamed on (stragglers outside hangs are not "
-           "reported yet)");
+           "1 for each GPU the job's current hang is blamed on");
   for (const auto& [id, job] : jobs) {
     if (const triage::HangEpisode* h = job->engine().active_hang()) {
       for (GpuKey k : h->culprits) {

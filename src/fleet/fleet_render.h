@@ -4,9 +4,9 @@
 //
 // Per job (label job=): wattwatch_job_gpus{state}, wattwatch_job_hang_active,
 // wattwatch_job_hang_seconds, wattwatch_job_wasted_gpu_seconds_total, wattwatch_job_comm_share
-// (absent before any training time), wattwatch_job_hang_culprit{gpu} (the ranks a hang is blamed
-// on; stragglers outside hangs are not reported by the engine yet), wattwatch_job_last_sample_
-// timestamp_seconds. Self-metrics: wattwatch_fleet_*.
+// (absent before any training time), wattwatch_job_straggler_slowdown{gpu,throttle} (ranks the
+// others wait for in every step), wattwatch_job_hang_culprit{gpu} (the ranks a hang is blamed
+// on), wattwatch_job_last_sample_timestamp_seconds. Self-metrics: wattwatch_fleet_*.
 #pragma once
 
 #include <cstdint>

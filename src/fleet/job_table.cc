@@ -154,7 +154,14 @@ json Job::ToJson(bool summary) const {
   j["first_sample"] = first_ms_ == INT64_MAX ? json(nullptr) : json(FormatIsoMs(first_ms_, true));
   j["last_sample"] = last_ms_ == INT64_MIN ? json(nullptr) : json(FormatIsoMs(last_ms_, true));
   j["samples"] = samples_;
-  // Stragglers are not reported by the engine yet (issue 14): the hang culprits are what it names.
+  // Ranks the others wait for in every step (the engine's straggler finder, from the job so far).
+  json stragglers = json::array();
+  for (const triage::Straggler& s : engine_.stragglers()) {
+    stragglers.push_back({{"gpu", GpuName(s.key)},
+                          {"slowdown", s.slowdown},
+                          {"throttle", s.throttle.empty() ? json(nullptr) : json(s.throttle)}});
+  }
+  j["stragglers"] = std::move(stragglers);
   if (!summary) return j;
   json seconds = json::object();
   std::array<double, kNumGpuStates> total{};

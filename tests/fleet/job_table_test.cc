@@ -178,5 +178,32 @@ TEST(FleetRender, MetricsHaveEveryFamilyAndPassPromtool) {
   EXPECT_EQ(r.exit_code, 0) << r.output;
 }
 
+// A rank the others wait for in every step is named on /jobs and /metrics, with how much slower;
+// a healthy job names nobody.
+TEST(FleetRender, StragglersAreNamedWithTheirSlowdown) {
+  Store s;
+  s.AddJob("straggler", {"gpu-s"}, "slow");
+  s.AddJob("healthy", {"gpu-h"}, "ok");
+  JobTable t(TableOpts());
+  Feed(t, s, 30'000, s.last_ms());
+  FleetSelfStats self;
+  const auto jobs = FleetJobsJson(t, self);
+  ASSERT_EQ(jobs["jobs"].size(), 2u);
+  for (const auto& j : jobs["jobs"]) {
+    if (j["job"] == "ok") {
+      EXPECT_TRUE(j["stragglers"].empty()) << j.dump();
+      continue;
+    }
+    ASSERT_EQ(j["stragglers"].size(), 1u) << j.dump();
+    EXPECT_GT(j["stragglers"][0]["slowdown"].get<double>(), 1.1);
+    EXPECT_EQ(j["stragglers"][0]["gpu"].get<std::string>().rfind("gpu-s/GPU", 0), 0u);
+  }
+  const std::string text = RenderFleetMetrics(t, self);
+  EXPECT_NE(text.find("wattwatch_job_straggler_slowdown{job=\"slow\",gpu=\"gpu-s/GPU"),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(text.find("wattwatch_job_straggler_slowdown{job=\"ok\""), std::string::npos);
+}
+
 }  // namespace
 }  // namespace ww::fleet
