@@ -78,12 +78,7 @@ Status FleetService::Start() {
   }
   WW_RETURN_IF_ERROR(watch::CheckActions(o_.actions));
   actions_ = std::make_unique<watch::ActionRunner>(o_.actions, [this](const json& outcome) {
-    if (outcome.contains("error")) {
-      spdlog::error("{} failed: {}", outcome.value("action", "action"),
-                    outcome["error"].get<std::string>());
-    } else {
-      spdlog::info("{} done: {}", outcome.value("action", "action"), outcome.dump());
-    }
+    watch::LogActionOutcome(outcome);
     Event(outcome);
   });
   Publish();

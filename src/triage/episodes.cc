@@ -307,28 +307,22 @@ QuietUpdate QuietTracker::Update(JobMode mode, bool quiet, std::span<const GpuVi
     // between two stretches of training.
     if (resumed_since_ms_ == kUnset) resumed_since_ms_ = now_ms;
     if (now_ms - resumed_since_ms_ < resume_ms_) return out;
-    out = *open_;
-    out.resolved = true;
-    out.checkpoint = true;
-  } else if (mode == JobMode::kHangCandidate) {
-    return out;  // ranks spinning say nothing yet; what follows decides
-  } else {
-    // The processes are gone, or nothing shows memory held any more: idle.
-    out = *open_;
-    out.resolved = true;
-    out.checkpoint = false;
+    return Resolve(/*checkpoint=*/true);
   }
-  open_.reset();
-  resumed_since_ms_ = kUnset;
-  return out;
+  if (mode == JobMode::kHangCandidate) return out;  // spinning ranks say nothing yet
+  // The processes are gone, or nothing shows memory held any more: idle.
+  return Resolve(/*checkpoint=*/false);
 }
 
 QuietUpdate QuietTracker::End() {
-  QuietUpdate out;
-  if (!open_) return out;
-  out = *open_;
+  if (!open_) return {};
+  return Resolve(/*checkpoint=*/false);
+}
+
+QuietUpdate QuietTracker::Resolve(bool checkpoint) {
+  QuietUpdate out = *open_;
   out.resolved = true;
-  out.checkpoint = false;
+  out.checkpoint = checkpoint;
   open_.reset();
   resumed_since_ms_ = kUnset;
   return out;

@@ -151,6 +151,9 @@ class QuietTracker {
   }
 
  private:
+  // Closes the open quiet stretch as a checkpoint or as idle, and returns it resolved.
+  QuietUpdate Resolve(bool checkpoint);
+
   int64_t resume_ms_;  // training must go on this long after the quiet (checkpoint_merge_s)
   std::optional<QuietUpdate> open_;
   int64_t resumed_since_ms_ = std::numeric_limits<int64_t>::min();

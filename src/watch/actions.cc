@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <httplib.h>
 #include <signal.h>
+#include <spdlog/spdlog.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -200,6 +201,16 @@ void ActionRunner::RunHook(const nlohmann::json& event) {
     outcome["error"] = rc.status().message();
   }
   report_(outcome);
+}
+
+void LogActionOutcome(const nlohmann::json& outcome) {
+  if (outcome.contains("error")) {
+    spdlog::error("{} failed: {}", outcome.value("action", "action"),
+                  outcome["error"].is_string() ? outcome["error"].get<std::string>()
+                                               : outcome["error"].dump());
+  } else {
+    spdlog::info("{} done: {}", outcome.value("action", "action"), outcome.dump());
+  }
 }
 
 }  // namespace ww::watch

@@ -54,6 +54,10 @@ class ActionRunner {
   std::thread thread_;
 };
 
+// Logs what an action did (the outcome a Report receives): an error line when it failed, an info
+// line otherwise. For the owners' Report callbacks (watch, fleet), which also record the outcome.
+void LogActionOutcome(const nlohmann::json& outcome);
+
 // Runs argv (PATH lookup, no shell) with extra environment variables, in a process group of its
 // own, waits at most timeout_s (then SIGKILL to the whole group: what the command started dies with
 // it), and returns the exit code (128+signal when killed), or an error Status when it could not

@@ -93,12 +93,7 @@ Status Watcher::Start() {
   }
   if (Status st = CheckActions(o_.actions); !st.ok()) return st;
   actions_ = std::make_unique<ActionRunner>(o_.actions, [this](const json& outcome) {
-    if (outcome.contains("error")) {
-      spdlog::error("{} failed: {}", outcome.value("action", "action"),
-                    outcome["error"].get<std::string>());
-    } else {
-      spdlog::info("{} done: {}", outcome.value("action", "action"), outcome.dump());
-    }
+    LogActionOutcome(outcome);
     Event(outcome);
   });
   Publish(false);
