@@ -44,12 +44,21 @@ bool ReadDigits(std::string_view s, size_t& i, size_t n, int& out) {
 
 }  // namespace
 
-std::optional<ParsedTime> ParseTimestamp(std::string_view s) {
+namespace {
+
+std::string_view TrimTimestamp(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r'))
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) {
     s.remove_suffix(1);
+  }
+  return s;
+}
+
+// "YYYY-MM-DD HH:MM:" (or '/' and 'T'): seconds since the epoch at that minute, and *i left at
+// the seconds. Together with ParseSecondsOnward, the whole of ParseTimestamp.
+std::optional<int64_t> ParseUpToMinute(std::string_view s, size_t* i_out) {
   size_t i = 0;
-  int year = 0, mon = 0, day = 0, hh = 0, mm = 0, ss = 0;
+  int year = 0, mon = 0, day = 0, hh = 0, mm = 0;
   if (!ReadDigits(s, i, 4, year)) return std::nullopt;
   if (i >= s.size() || (s[i] != '/' && s[i] != '-')) return std::nullopt;
   const char date_sep = s[i++];
@@ -62,10 +71,17 @@ std::optional<ParsedTime> ParseTimestamp(std::string_view s) {
   if (i >= s.size() || s[i++] != ':') return std::nullopt;
   if (!ReadDigits(s, i, 2, mm)) return std::nullopt;
   if (i >= s.size() || s[i++] != ':') return std::nullopt;
+  if (mon < 1 || mon > 12 || day < 1 || day > 31 || hh > 23 || mm > 59) return std::nullopt;
+  *i_out = i;
+  const int64_t days = DaysFromCivil(year, static_cast<unsigned>(mon), static_cast<unsigned>(day));
+  return days * 86400 + hh * 3600 + mm * 60;
+}
+
+// "SS[.fff][Z|+HH[:MM]]" from s[i] to the end, added to the minute's seconds.
+std::optional<ParsedTime> ParseSecondsOnward(std::string_view s, size_t i, int64_t minute_secs) {
+  int ss = 0;
   if (!ReadDigits(s, i, 2, ss)) return std::nullopt;
-  if (mon < 1 || mon > 12 || day < 1 || day > 31 || hh > 23 || mm > 59 || ss > 60) {
-    return std::nullopt;
-  }
+  if (ss > 60) return std::nullopt;
   int64_t ms = 0;
   if (i < s.size() && (s[i] == '.' || s[i] == ',')) {
     ++i;
@@ -98,9 +114,32 @@ std::optional<ParsedTime> ParseTimestamp(std::string_view s) {
     }
   }
   if (i != s.size()) return std::nullopt;
-  const int64_t days = DaysFromCivil(year, static_cast<unsigned>(mon), static_cast<unsigned>(day));
-  const int64_t secs = days * 86400 + hh * 3600 + mm * 60 + ss - offset_min * 60;
+  const int64_t secs = minute_secs + ss - offset_min * 60;
   return ParsedTime{secs * 1000 + ms, had_zone};
+}
+
+}  // namespace
+
+std::optional<ParsedTime> ParseTimestamp(std::string_view s) {
+  s = TrimTimestamp(s);
+  size_t i = 0;
+  const auto minute = ParseUpToMinute(s, &i);
+  if (!minute) return std::nullopt;
+  return ParseSecondsOnward(s, i, *minute);
+}
+
+std::optional<ParsedTime> TimestampParser::Parse(std::string_view s) {
+  s = TrimTimestamp(s);
+  // The same text up to the minute parses to the same minute: only the seconds onward are read.
+  if (!head_.empty() && s.size() > head_.size() && s.compare(0, head_.size(), head_) == 0) {
+    return ParseSecondsOnward(s, head_.size(), head_secs_);
+  }
+  size_t i = 0;
+  const auto minute = ParseUpToMinute(s, &i);
+  if (!minute) return std::nullopt;
+  head_.assign(s.substr(0, i));
+  head_secs_ = *minute;
+  return ParseSecondsOnward(s, i, *minute);
 }
 
 void AppendIsoMs(std::string& out, int64_t unix_ms, bool with_zone) {

@@ -18,6 +18,18 @@ struct ParsedTime {
 };
 std::optional<ParsedTime> ParseTimestamp(std::string_view text);
 
+// ParseTimestamp for a column of timestamps (a log's rows): the same results, but text that
+// shares the previous one's date, hour and minute is read from the seconds on (most rows of a
+// log do). Not thread-safe; one per column.
+class TimestampParser {
+ public:
+  std::optional<ParsedTime> Parse(std::string_view text);
+
+ private:
+  std::string head_;  // "2025/11/18 11:29:" of the last text that parsed up to its minute
+  int64_t head_secs_ = 0;
+};
+
 // Formats as ISO 8601 with milliseconds: "2026-11-18T11:29:20.700", with a trailing "Z" when
 // with_zone is true.
 std::string FormatIsoMs(int64_t unix_ms, bool with_zone = false);

@@ -71,9 +71,17 @@ void TriageEngine::SetHostNames(std::vector<std::string> hosts) {
   hang_.SetHostNames(std::move(hosts));
 }
 
-TriageEngine::Gpu& TriageEngine::GetGpu(GpuKey key) {
+TriageEngine::Gpu* TriageEngine::FindGpu(GpuKey key) const {
+  if (key.host < by_slot_.size() && key.gpu < by_slot_[key.host].size()) {
+    return by_slot_[key.host][key.gpu];
+  }
+  if (key.host < kSlotLimit && key.gpu < kSlotLimit) return nullptr;  // would be in by_slot_
   auto it = gpus_.find(key);
-  if (it != gpus_.end()) return *it->second;
+  return it == gpus_.end() ? nullptr : it->second.get();
+}
+
+TriageEngine::Gpu& TriageEngine::GetGpu(GpuKey key) {
+  if (Gpu* found = FindGpu(key)) return *found;
   auto name_it = names_.find(key);
   const std::string name = name_it == names_.end() ? "" : name_it->second;
   auto g = std::make_unique<Gpu>(name, options_);
@@ -84,6 +92,12 @@ TriageEngine::Gpu& TriageEngine::GetGpu(GpuKey key) {
   views_.back().key = key;
   Gpu* raw = g.get();
   gpus_.emplace(key, std::move(g));
+  if (key.host < kSlotLimit && key.gpu < kSlotLimit) {
+    if (by_slot_.size() <= key.host) by_slot_.resize(key.host + 1u);
+    auto& row = by_slot_[key.host];
+    if (row.size() <= key.gpu) row.resize(key.gpu + 1u, nullptr);
+    row[key.gpu] = raw;
+  }
   return *raw;
 }
 
@@ -311,7 +325,7 @@ void TriageEngine::DismissHangCandidate() {
 }
 
 void TriageEngine::Account(const Record& r) {
-  GpuStats& st = gpus_.at(r.key)->stats;
+  GpuStats& st = FindGpu(r.key)->stats;  // r.key was sampled: it has its Gpu
   if (r.state == GpuState::kCompute || r.state == GpuState::kCommunication) {
     st.seconds[static_cast<size_t>(GpuState::kCompute)] += r.compute_share * r.dt_s;
     st.seconds[static_cast<size_t>(GpuState::kCommunication)] += (1 - r.compute_share) * r.dt_s;

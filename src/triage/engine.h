@@ -143,6 +143,7 @@ class TriageEngine {
   struct Record;
 
   Gpu& GetGpu(GpuKey key);
+  Gpu* FindGpu(GpuKey key) const;  // nullptr when never sampled
   // Job-level evaluation after one more classified sample of g.
   void Classify(Gpu& g, const SampleFeatures& f);
   void OnHangUpdate(const HangUpdate& u, int64_t now_ms);
@@ -159,6 +160,10 @@ class TriageEngine {
   TriageOptions options_;
   TriageObserver* observer_;
   std::map<GpuKey, std::unique_ptr<Gpu>> gpus_;
+  // by_slot_[host][gpu]: the same Gpu as gpus_ holds, for the per-sample lookups (a map walk per
+  // sample showed at 10^7 samples). Only keys below kSlotLimit are kept here.
+  static constexpr uint16_t kSlotLimit = 1024;
+  std::vector<std::vector<Gpu*>> by_slot_;
   std::vector<GpuView> views_;  // every GPU's job view, in order of first sample (the hot loop)
   std::map<GpuKey, std::string> names_;
   std::deque<Record> records_;  // classified, waiting while a hang candidate may relabel them

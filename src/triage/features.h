@@ -10,9 +10,9 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <deque>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "core/sample.h"
 #include "triage/calibration.h"
@@ -86,7 +86,32 @@ class GpuWindows {
   int64_t smoothing_half_ms_;
   PowerCalibration cal_;
   double peak_mem_mib_ = 0;
-  std::deque<Pending> win_;
+  // A queue indexed from its front, on one vector: std::deque's operator[] divides by its block
+  // size (5 of these per block), and Classify indexes the window a dozen times per sample.
+  class Window {
+   public:
+    size_t size() const { return items_.size() - head_; }
+    bool empty() const { return size() == 0; }
+    Pending& operator[](size_t i) { return items_[head_ + i]; }
+    const Pending& operator[](size_t i) const { return items_[head_ + i]; }
+    Pending& front() { return items_[head_]; }
+    Pending& back() { return items_.back(); }
+    const Pending& back() const { return items_.back(); }
+    void push_back(const Pending& p) { items_.push_back(p); }
+    void pop_front() {
+      // The dead prefix is dropped once it is as long as what lives: amortized O(1), memory at
+      // most twice the window.
+      if (++head_ >= 1024 && head_ * 2 >= items_.size()) {
+        items_.erase(items_.begin(), items_.begin() + static_cast<std::ptrdiff_t>(head_));
+        head_ = 0;
+      }
+    }
+
+   private:
+    std::vector<Pending> items_;
+    size_t head_ = 0;  // items_[head_] is the front
+  };
+  Window win_;
   size_t cursor_ = 0;  // win_[cursor_..] not classified yet
   // Sliding windows over win_, maintained incrementally (indices shift when win_ pops its front):
   // [lo_, hi_) is the centered burst/gap window, [lo_s_, hi_s_) the utilization smoothing window.

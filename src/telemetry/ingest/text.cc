@@ -72,9 +72,14 @@ Parse ParseNumber(std::string_view s, double* out) {
 }
 
 std::string ValidUtf8(std::string_view s) {
-  std::string out;
-  out.reserve(s.size());
+  // Nearly every name and uuid is ASCII: copied whole. The byte loop below starts at the first
+  // byte that is not.
   size_t i = 0;
+  while (i < s.size() && static_cast<unsigned char>(s[i]) < 0x80) ++i;
+  if (i == s.size()) return std::string(s);
+  std::string out;
+  out.reserve(s.size() + 8);
+  out.append(s.substr(0, i));
   while (i < s.size()) {
     const auto c = static_cast<unsigned char>(s[i]);
     const size_t len = c < 0x80           ? 1
