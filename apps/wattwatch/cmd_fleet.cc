@@ -77,9 +77,11 @@ void AddFleetCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--prometheus", o->prometheus_url,
                   "http(s)://HOST:PORT[/PREFIX] of Prometheus, Thanos or Mimir")
       ->required();
-  cmd->add_option("--job-label", o->job_label,
-                  "label(s) naming a GPU's job, comma-separated and joined with '/': hpc_job "
-                  "(Slurm job mapping), namespace,pod (Kubernetes), container, hostname")
+  cmd->add_option(
+         "--job-label", o->job_label,
+         "label(s) naming a GPU's job, comma-separated and joined with '/': hpc_job "
+         "(Slurm job mapping), namespace,pod (Kubernetes), container, hostname, or any label a "
+         "relabel rule puts on the DCGM series (job_id)")
       ->capture_default_str();
   cmd->add_option("--selector", o->selector,
                   "extra label matchers for every query, e.g. '{cluster=\"a\"}'");

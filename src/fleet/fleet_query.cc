@@ -57,6 +57,7 @@ Status PromFleetQuery::GetDecoded(const std::string& path,
                                            reply->status, Excerpt(reply->body, 200)));
   }
   ingest::PromJsonDecoder decoder;
+  decoder.set_kept_labels(kept_labels_);
   // A refusal (4xx) is a JSON error document: the decoder names Prometheus's errorType and error.
   Status st = decoder.AddDocuments(reply->body, fmt::format("{}{} ({})", url(), path, what));
   if (!st.ok()) return Status::InvalidInput(st.message());
@@ -83,6 +84,14 @@ Status PromFleetQuery::GetDecoded(const std::string& path,
   batch->labels = s.gpu_labels();
   batch->warnings = s.warnings();
   return Status::Ok();
+}
+
+void PromFleetQuery::KeepLabels(const std::vector<std::string>& names) {
+  kept_labels_.clear();
+  for (const std::string& n : names) {
+    // The host label is the decoder's own (Hostname, else hostname, else instance).
+    if (n != "hostname") kept_labels_.push_back(n);
+  }
 }
 
 Result<FleetBatch> PromFleetQuery::Samples(int64_t start_ms, int64_t end_ms) {

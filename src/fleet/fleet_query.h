@@ -25,6 +25,7 @@
 #include "core/clock.h"
 #include "core/sample.h"
 #include "core/status.h"
+#include "telemetry/ingest/dcgm_exporter.h"
 #include "telemetry/ingest/prom_client.h"
 #include "telemetry/source.h"
 
@@ -55,6 +56,9 @@ class FleetQuery {
   // InvalidInput when the server refused the query (4xx) or the answer is not an API response.
   virtual Result<FleetBatch> Samples(int64_t start_ms, int64_t end_ms) = 0;
   virtual const std::string& url() const = 0;
+  // The series labels to keep per GPU in FleetBatch::labels besides the host (the job labels):
+  // the service sets them from --job-label before the first Samples().
+  virtual void KeepLabels(const std::vector<std::string>& names) { (void)names; }
 };
 
 class PromFleetQuery final : public FleetQuery {
@@ -64,6 +68,7 @@ class PromFleetQuery final : public FleetQuery {
 
   Result<FleetBatch> Samples(int64_t start_ms, int64_t end_ms) override;
   const std::string& url() const override { return http_->url(); }
+  void KeepLabels(const std::vector<std::string>& names) override;
 
   // The selector of every request, without its [RANGE] (for messages and docs).
   const std::string& selector() const { return selector_; }
@@ -76,6 +81,7 @@ class PromFleetQuery final : public FleetQuery {
   ingest::PromHttp* http_;
   Clock* clock_;
   std::string selector_;
+  std::vector<std::string> kept_labels_ = ingest::DcgmScrapeDecoder::DefaultKeptLabels();
 };
 
 // "{a=\"b\"}" -> "a=\"b\""; InvalidInput naming --selector when it is not in braces.

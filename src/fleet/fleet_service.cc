@@ -60,6 +60,7 @@ Status FleetService::Start() {
   if (!(o_.interval_s > 0) || !(o_.lookback_s > 0)) {
     return Status::InvalidInput("--interval-s and --lookback-s must be positive");
   }
+  query_->KeepLabels(*labels);
   JobTableOptions t;
   t.job_labels = *labels;
   t.shard = *shard;

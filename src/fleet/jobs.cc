@@ -11,8 +11,14 @@ namespace ww::fleet {
 
 Result<std::vector<std::string>> ParseJobLabels(std::string_view flag) {
   std::vector<std::string> names;
-  std::string kept;
-  for (std::string_view k : kJobLabelsKept) kept += (kept.empty() ? "" : ", ") + std::string(k);
+  auto is_label_name = [](std::string_view n) {
+    for (size_t i = 0; i < n.size(); ++i) {
+      const char c = n[i];
+      const bool alpha = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
+      if (!alpha && !(i > 0 && c >= '0' && c <= '9')) return false;
+    }
+    return !n.empty();
+  };
   size_t at = 0;
   while (at <= flag.size()) {
     size_t comma = flag.find(',', at);
@@ -24,12 +30,11 @@ Result<std::vector<std::string>> ParseJobLabels(std::string_view flag) {
                       "namespace,pod)",
                       flag));
     }
-    if (std::find(std::begin(kJobLabelsKept), std::end(kJobLabelsKept), name) ==
-        std::end(kJobLabelsKept)) {
+    if (!is_label_name(name)) {
       return Status::InvalidInput(
-          fmt::format("--job-label '{}': '{}' is not a label the dcgm-exporter reader keeps per "
-                      "GPU ({})",
-                      flag, name, kept));
+          fmt::format("--job-label '{}': '{}' is not a Prometheus label name "
+                      "([a-zA-Z_][a-zA-Z0-9_]*; e.g. hpc_job, or namespace,pod)",
+                      flag, name));
     }
     if (std::find(names.begin(), names.end(), name) != names.end()) {
       return Status::InvalidInput(fmt::format("--job-label '{}': '{}' twice", flag, name));

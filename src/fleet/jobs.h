@@ -24,14 +24,10 @@
 
 namespace ww::fleet {
 
-// The labels the dcgm-exporter reader keeps per GPU (telemetry/ingest/dcgm_exporter.h), so the
-// only ones a job can be named by.
-// `hostname` is the GPU's Hostname (or hostname) label: one job per host.
-inline constexpr std::string_view kJobLabelsKept[] = {"hpc_job", "namespace", "pod", "container",
-                                                      "hostname"};
-
-// "hpc_job" or "namespace,pod" into label names. InvalidInput (naming --job-label) for an empty
-// list, an empty or repeated name, or a label the reader does not keep.
+// "hpc_job" or "namespace,pod" (or any label a relabel rule adds: "job_id") into label names.
+// `hostname` is the GPU's Hostname (or hostname) label: one job per host. InvalidInput (naming
+// --job-label) for an empty list, an empty or repeated name, or one that is not a Prometheus
+// label name ([a-zA-Z_][a-zA-Z0-9_]*).
 Result<std::vector<std::string>> ParseJobLabels(std::string_view flag);
 
 // The job id of a GPU with these labels: the values of `names` joined by "/"; nullopt when one is

@@ -14,7 +14,7 @@ TEST(FleetCli, BadFlagsExit2NamingTheFlag) {
     const char* says;
   } cases[] = {
       {"--prometheus http://127.0.0.1:9 --shard 2/2", "--shard '2/2'"},
-      {"--prometheus http://127.0.0.1:9 --job-label slurm_job", "--job-label 'slurm_job'"},
+      {"--prometheus http://127.0.0.1:9 --job-label job-id", "--job-label 'job-id'"},
       {"--prometheus http://127.0.0.1:9 --selector 'job=\"dcgm\"'", "--selector"},
       {"--prometheus ftp://x", "--prometheus 'ftp://x'"},
       {"--prometheus http://127.0.0.1:9 --start 2026-01-01T00:00:00Z", "--start and --end"},

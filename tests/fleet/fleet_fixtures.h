@@ -45,8 +45,10 @@ class FakeQuery final : public FleetQuery {
   explicit FakeQuery(const Store* store) : store_(store) {}
   Result<FleetBatch> Samples(int64_t start_ms, int64_t end_ms) override;
   const std::string& url() const override { return url_; }
+  void KeepLabels(const std::vector<std::string>& names) override { kept = names; }
 
   std::function<Status(int request)> fail;
+  std::vector<std::string> kept;                    // what the service asked to keep
   std::vector<std::pair<int64_t, int64_t>> ranges;  // every request, answered or not
 
  private:

@@ -134,10 +134,19 @@ TEST(FleetService, ARefusedFirstQueryStopsTheService) {
   EXPECT_EQ(h.query.ranges.size(), 1u);  // a refusal is not retried
 }
 
+TEST(FleetService, AsksTheQueryToKeepItsJobLabels) {
+  const Store s = HangAndHealthy();
+  FleetOptions o = ServiceOpts();
+  o.job_label = "namespace,pod";
+  Harness h(&s, o);
+  ASSERT_TRUE(h.service.Start().ok());
+  EXPECT_EQ(h.query.kept, (std::vector<std::string>{"namespace", "pod"}));
+}
+
 TEST(FleetService, BadFlagsNameThemselves) {
   const Store s = HangAndHealthy();
   FleetOptions o = ServiceOpts();
-  o.job_label = "job";
+  o.job_label = "job-id";
   Harness h(&s, o);
   const Status st = h.service.Start();
   ASSERT_FALSE(st.ok());
@@ -196,6 +205,31 @@ TEST(FleetQuery, AskOnceForEveryGpuAndDecodeTheRawSamples) {
     if (l.key.host == 1) labelled = l.labels.at("hpc_job") == "42";
   }
   EXPECT_TRUE(labelled);
+}
+
+// A job label of the site's own (a relabel rule's `job_id`) is kept per GPU once the service
+// names it; without that only the exporter's mappings are, so the GPU would be unattributed.
+TEST(FleetQuery, KeepsTheJobLabelsItIsTold) {
+  CannedHttp http;
+  http.reply = ingest::HttpReply{200, R"({"status":"success","data":{"resultType":"matrix",
+    "result":[
+     {"metric":{"__name__":"DCGM_FI_DEV_POWER_USAGE","gpu":"0","Hostname":"n1","job_id":"7",
+                "hpc_job":"42"},
+      "values":[[1763465360,"150.5"],[1763465361,"151"]]}]}})"};
+  ManualClock clock;
+  PromFleetQuery q(&http, &clock, "");
+  auto before = q.Samples(1763465358000, 1763465362000);
+  ASSERT_TRUE(before.ok()) << before.status().message();
+  ASSERT_EQ(before->labels.size(), 1u);
+  EXPECT_EQ(before->labels[0].labels.count("job_id"), 0u);
+  EXPECT_EQ(before->labels[0].labels.at("hpc_job"), "42");
+  q.KeepLabels({"job_id", "hostname"});
+  auto after = q.Samples(1763465358000, 1763465362000);
+  ASSERT_TRUE(after.ok()) << after.status().message();
+  ASSERT_EQ(after->labels.size(), 1u);
+  EXPECT_EQ(after->labels[0].labels.at("job_id"), "7");
+  EXPECT_EQ(after->labels[0].labels.count("hpc_job"), 0u);  // only what was asked for
+  EXPECT_EQ(after->labels[0].labels.at("hostname"), "n1");  // the host is always kept
 }
 
 TEST(FleetQuery, FailuresSayWhetherARetryHelps) {

@@ -14,15 +14,17 @@ TEST(FleetJobs, LabelsParseAndNameWhatIsWrong) {
   auto two = ParseJobLabels("namespace, pod");
   ASSERT_TRUE(two.ok());
   EXPECT_EQ(*two, (std::vector<std::string>{"namespace", "pod"}));
-  for (const char* bad : {"", "hpc_job,", "pod,pod"}) {
+  for (const char* bad : {"", "hpc_job,", "pod,pod", "job-id", "1job", "a b", "pod,ns.x"}) {
     auto r = ParseJobLabels(bad);
     ASSERT_FALSE(r.ok()) << bad;
     EXPECT_NE(r.status().message().find("--job-label"), std::string::npos);
   }
-  auto unknown = ParseJobLabels("slurm_job");
-  ASSERT_FALSE(unknown.ok());
-  EXPECT_NE(unknown.status().message().find("hpc_job, namespace, pod"), std::string::npos)
-      << unknown.status().message();
+  EXPECT_NE(ParseJobLabels("job-id").status().message().find("not a Prometheus label name"),
+            std::string::npos);
+  // Any label a relabel rule adds names jobs, not only the exporter's own mappings.
+  auto own = ParseJobLabels("slurm_job,_Team2");
+  ASSERT_TRUE(own.ok()) << own.status().message();
+  EXPECT_EQ(*own, (std::vector<std::string>{"slurm_job", "_Team2"}));
 }
 
 TEST(FleetJobs, JobIdJoinsValuesAndMissingMeansUnattributed) {

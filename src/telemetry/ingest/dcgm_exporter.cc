@@ -96,7 +96,7 @@ const DcgmScrapeDecoder::Slot& DcgmScrapeDecoder::Resolve(std::string_view block
     if (l.name == "pci_bus_id") bus = l.value;
     if (l.name == "Hostname" || l.name == "hostname") host = l.value;
     if (l.name == "GPU_I_ID") mig = l.value;
-    for (const char* k : {"pod", "namespace", "container", "hpc_job"}) {
+    for (const std::string& k : kept_labels_) {
       if (l.name == k && !l.value.empty()) extra[k] = std::string(l.value);
     }
   }

@@ -32,6 +32,7 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "core/status.h"
@@ -48,7 +49,14 @@ Result<OpenedFile> OpenDcgmExporter(std::unique_ptr<LineReader> reader, const st
 // End() to get the scrape's samples (GPU order), all stamped with the scrape's time.
 class DcgmScrapeDecoder {
  public:
-  explicit DcgmScrapeDecoder(uint16_t host_index) : host_index_(host_index) {}
+  // The labels kept per GPU (labels()) beyond the host label: the job mappings dcgm-exporter
+  // writes. A fleet grouping by a label of its own (a relabelled `job_id`) names it here.
+  static std::vector<std::string> DefaultKeptLabels() {
+    return {"pod", "namespace", "container", "hpc_job"};
+  }
+  explicit DcgmScrapeDecoder(uint16_t host_index,
+                             std::vector<std::string> kept_labels = DefaultKeptLabels())
+      : host_index_(host_index), kept_labels_(std::move(kept_labels)) {}
 
   enum class LineResult {
     kRead,          // a DCGM field stored
@@ -102,6 +110,7 @@ class DcgmScrapeDecoder {
   const Slot& Resolve(std::string_view block);
 
   uint16_t host_index_;
+  std::vector<std::string> kept_labels_;  // DefaultKeptLabels() unless told
   std::unordered_map<std::string, Slot> slots_;
   std::map<uint16_t, Partial> partial_;
   std::vector<uint16_t> slots_in_scrape_;

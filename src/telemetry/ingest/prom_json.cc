@@ -674,7 +674,7 @@ Result<std::unique_ptr<TelemetrySource>> PromJsonDecoder::Finish(const std::stri
     const auto host_index = static_cast<uint16_t>(hosts.size());
     hosts.push_back(host);
     HostStreams h;
-    h.decoder = std::make_unique<DcgmScrapeDecoder>(host_index);
+    h.decoder = std::make_unique<DcgmScrapeDecoder>(host_index, kept_labels_);
     for (size_t i : indices) {
       Stream c;
       c.line_prefix = std::move(series_[i].line_prefix);

@@ -40,6 +40,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "telemetry/ingest/dcgm_exporter.h"
 #include "telemetry/ingest/file_source.h"
 #include "telemetry/ingest/text.h"
 #include "telemetry/source.h"
@@ -65,6 +66,10 @@ class PromJsonDecoder {
   // Builds the source. default_host names the host of series without a host label.
   // InvalidInput when no DCGM series with usable points were read.
   Result<std::unique_ptr<TelemetrySource>> Finish(const std::string& default_host);
+
+  // The series labels kept per GPU (GpuLabels) beyond the host: DcgmScrapeDecoder's default
+  // job mappings unless told (fleet's --job-label). Before Finish().
+  void set_kept_labels(std::vector<std::string> names) { kept_labels_ = std::move(names); }
 
   // Number of DCGM series read so far (to tell "no series matched" from "no points").
   size_t dcgm_series() const { return series_.size(); }
@@ -97,6 +102,7 @@ class PromJsonDecoder {
   Warnings warnings_;
   int64_t documents_ = 0;
   std::string description_;
+  std::vector<std::string> kept_labels_ = DcgmScrapeDecoder::DefaultKeptLabels();
 };
 
 // Opens a saved response file (--format prometheus-json) as one source with a host per host
