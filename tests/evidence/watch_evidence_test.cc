@@ -6,6 +6,7 @@
 // both RAS replies. Without RAS and FIFOs, the hang is acted on as before.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -124,15 +125,22 @@ TEST(RunEvidence, WithoutRasOrFifosTheHangIsActedOnAsBefore) {
   TempDir dir;
   const std::string log = SimulateHang(dir);
   const std::string events = dir.path() + "/events.jsonl";
-  const auto r = RunWattwatch("run --source replay:" + log +
-                              " --speed 50 --listen none --kill-grace-s 1 --events " + events +
-                              " --nccl-ras 127.0.0.1:" + std::to_string(FreePort()) +
-                              " --fr-wait-s 1 -- sleep 600");
+  const auto r = RunWattwatch(
+      "run --source replay:" + log + " --speed 50 --listen none --kill-grace-s 1 --events " +
+      events + " --nccl-ras 127.0.0.1:" + std::to_string(FreePort()) + " -- sleep 600");
   EXPECT_EQ(r.exit_code, 3) << r.output;
   const auto confirmed = Events(events, "hang_confirmed");
   ASSERT_EQ(confirmed.size(), 1u) << ReadFile(events);
   const std::string summary = confirmed[0].at("evidence").at("summary");
   EXPECT_NE(summary.find("none named"), std::string::npos) << summary;
+  // The default --fr-wait-s (10 s) is not spent when no FIFO was there to poke: the step adds
+  // less than 2 s before the kill.
+  const std::string incident = confirmed[0].at("evidence").at("incident_dir");
+  const auto report = nlohmann::json::parse(ReadFile(incident + "/evidence.json"), nullptr, false);
+  ASSERT_TRUE(report.is_object()) << incident;
+  const double step_s = report.at("elapsed_s");
+  std::printf("run: evidence step with nothing listening and no FIFOs: %.3f s\n", step_s);
+  EXPECT_LT(step_s, 2.0);
   EXPECT_EQ(Events(events, "kill").size(), 1u);
   EXPECT_FALSE(OnlyIncident(dir.path()).empty());
 

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -419,6 +420,64 @@ TEST_F(WatchCliTest, RunEndsWhatTheJobLeftBehindWithinTheKillGrace) {
     leftovers_event |= e["event"] == "kill" && e.value("leftovers", false);
   }
   EXPECT_TRUE(leftovers_event);
+}
+
+// Issue 19's acceptance line for item 3, under SIGINT and under SIGTERM: the child is a shell that
+// traps both and exits 42; of its two grandchildren one is a plain background sleep (which a
+// non-interactive shell starts with SIGINT ignored) and one ignores both signals, as a worker
+// with its own handlers may. Both are gone within the kill grace of the signal (plus the time
+// `run` takes to notice), and `run` exits with the child's own code, not the signal's.
+TEST_F(WatchCliTest, RunUnderSigintAndSigtermEndsGrandchildrenWithinTheGraceWithTheChildsCode) {
+  constexpr double kGraceS = 2.0;
+  for (const int sig : {SIGINT, SIGTERM}) {
+    SCOPED_TRACE(sig == SIGINT ? "SIGINT" : "SIGTERM");
+    const std::string p1 = (dir_ / "p1").string(), p2 = (dir_ / "p2").string();
+    std::filesystem::remove(p1);
+    std::filesystem::remove(p2);
+    const std::string job = "trap 'exit 42' INT TERM; sleep 201 & echo $! > " + p1 +
+                            "; sh -c 'trap \"\" INT TERM; exec sleep 202' & echo $! > " + p2 +
+                            "; wait";
+    const pid_t pid = Spawn({"run", "--source", "sim:healthy", "--speed", "1", "--listen", "none",
+                             "--kill-grace-s", "2", "--", "sh", "-c", job});
+    pid_t g1 = 0, g2 = 0;
+    for (int i = 0; i < 500 && (g1 == 0 || g2 == 0); ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      std::ifstream(p1) >> g1;
+      std::ifstream(p2) >> g2;
+    }
+    ASSERT_GT(g1, 0);
+    ASSERT_GT(g2, 0);
+    // The second one has set its traps once it has become `sleep`.
+    for (int i = 0; i < 250; ++i) {
+      std::string comm;
+      std::ifstream("/proc/" + std::to_string(g2) + "/comm") >> comm;
+      if (comm == "sleep") break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    const auto sent = std::chrono::steady_clock::now();
+    kill(pid, sig);
+    double gone_s = -1;
+    for (int i = 0; i < 500; ++i) {
+      if (!ProcessRunning(g1) && !ProcessRunning(g2)) {
+        gone_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - sent).count();
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    const int rc = Wait(pid, 30);
+    const double exit_s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - sent).count();
+    std::printf(
+        "%s: grandchildren gone %.3f s after the signal (grace %.1f s), run exited %d "
+        "after %.3f s\n",
+        sig == SIGINT ? "SIGINT" : "SIGTERM", gone_s, kGraceS, rc, exit_s);
+    EXPECT_EQ(rc, 42) << "the child's own exit code: " << Err();
+    EXPECT_GE(gone_s, 0) << "a grandchild outlived the signal by 5 s";
+    EXPECT_LE(gone_s, kGraceS + 0.75);
+    EXPECT_LE(exit_s, kGraceS + 1.5);
+    if (ProcessRunning(g1)) kill(g1, SIGKILL);
+    if (ProcessRunning(g2)) kill(g2, SIGKILL);
+  }
 }
 
 // As a container's PID 1, `run` inherits the job's orphans and must reap them.
