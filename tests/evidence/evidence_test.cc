@@ -165,6 +165,21 @@ TEST(HangEvidence, TextReportsOfOlderNcclNameTheSameRank) {
   ASSERT_EQ(r.culprits.size(), 1u);
   EXPECT_EQ(r.culprits[0].reason,
             "rank 11 (node1 GPU3, pid 4711) is at AllReduce #10234; the other 15 are at #10235");
+
+  // Two ranks: NCCL lists each lone rank with its own count, the one ahead too.
+  TempDir two;
+  RasResponder pair(two.path(),
+                    {"--ranks", "2", "--behind", "1", "--mode", "stuck", "--text-only"});
+  ASSERT_GT(pair.port(), 0);
+  EvidenceOptions o2 = Options(two, pair.port());
+  o2.incident_root.clear();
+  const EvidenceReport r2 = CollectHangEvidence(o2, Context(), SystemClock());
+  ASSERT_EQ(r2.ras_replies.size(), 2u);
+  EXPECT_NE(r2.ras_replies[0].body.find("Rank 0 has launched up to operation 10235"),
+            std::string::npos)
+      << r2.ras_replies[0].body;
+  ASSERT_EQ(r2.culprits.size(), 1u);
+  EXPECT_EQ(r2.culprits[0].rank, 1) << r2.culprits[0].reason;
 }
 
 TEST(HangEvidence, CountsThatMoveBetweenTheQueriesNameNobody) {
