@@ -518,6 +518,43 @@ TEST_F(WatchCliTest, KillingTheWatcherLeavesTheJobRunning) {
   kill(job, SIGKILL);
 }
 
+// Issue 19 item 11 and a message, end to end: a hook that outlives --hook-timeout-s is killed with
+// what it started (its background child here; before, only the hook's own pid was killed and both
+// sleeps ran on), and a webhook nobody answers is named with its URL and the error in words
+// (before: "webhook failed: Connection").
+TEST_F(WatchCliTest, ATimedOutHookIsKilledWithItsChildrenAndAFailedWebhookNamesItsTarget) {
+  const int gone = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in b{};
+  b.sin_family = AF_INET;
+  b.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(bind(gone, reinterpret_cast<sockaddr*>(&b), sizeof b), 0);
+  socklen_t len = sizeof b;
+  getsockname(gone, reinterpret_cast<sockaddr*>(&b), &len);
+  close(gone);
+  const std::string url = "http://127.0.0.1:" + std::to_string(ntohs(b.sin_port)) + "/hook";
+  const std::string bg = (dir_ / "bg").string(), fg = (dir_ / "fg").string();
+  const int rc =
+      Run({"watch", "--source", "replay:" + Log("hang-spin"), "--speed", "50", "--listen", "none",
+           "--webhook", url, "--hook", "sh", "--hook-arg=-c", "--hook-arg",
+           "sleep 301 & echo $! > " + bg + "; echo $$ > " + fg + "; exec sleep 302",
+           "--hook-timeout-s", "1"});
+  EXPECT_EQ(rc, 0) << Err();
+  pid_t child = 0, hook = 0;
+  std::ifstream(bg) >> child;
+  std::ifstream(fg) >> hook;
+  ASSERT_GT(child, 0) << Err();
+  ASSERT_GT(hook, 0) << Err();
+  for (int i = 0; i < 100 && (ProcessRunning(child) || ProcessRunning(hook)); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_FALSE(ProcessRunning(hook)) << "the hook outlived its timeout";
+  EXPECT_FALSE(ProcessRunning(child)) << "the hook's background child outlived its timeout";
+  if (ProcessRunning(child)) kill(child, SIGKILL);
+  if (ProcessRunning(hook)) kill(hook, SIGKILL);
+  EXPECT_THAT(Err(), HasSubstr("hook failed: 'sh' did not finish within 1 s; killed"));
+  EXPECT_THAT(Err(), HasSubstr("webhook failed: POST " + url + ": cannot connect"));
+}
+
 TEST_F(WatchCliTest, WebhookAndHookGetTheHang) {
   httplib::Server receiver;
   std::mutex mu;
