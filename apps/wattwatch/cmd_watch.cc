@@ -106,8 +106,9 @@ void AddCommonFlags(CLI::App* cmd, WatchFlags* flags, bool run_mode) {
                   "TORCH_NCCL_DEBUG_INFO_PIPE_FILE; run sets one for the job when unset)");
   if (!run_mode) {
     cmd->add_option("--fr-dump", f->fr_dump,
-                    "where the job's ranks dump (its TORCH_NCCL_DEBUG_INFO_TEMP_FILE; default: "
-                    "this environment's, else PyTorch's /tmp/nccl_trace_rank_)");
+                    "where the job's ranks dump (its TORCH_FR_DUMP_TEMP_FILE or "
+                    "TORCH_NCCL_DEBUG_INFO_TEMP_FILE; default: this environment's, else PyTorch's "
+                    "own defaults, ~/.cache/torch/comm_lib_trace_rank_ and older)");
   }
   cmd->add_option("--fr-wait-s", f->fr_wait_s, "wait this long for the Flight Recorder dumps")
       ->check(CLI::Range(0.0, 600.0))

@@ -94,11 +94,21 @@ FrPart CollectFr(const EvidenceOptions& o, int64_t deadline_ms, Clock* clock) {
         "set by run)");
     return part;
   }
-  const std::string dump_prefix =
-      o.fr_dump_prefix.empty() ? std::string("/tmp/nccl_trace_rank_") : o.fr_dump_prefix;
-  std::map<int, FileStamp> before;
+  // The job's own prefix, else PyTorch's defaults (which changed between releases): each is
+  // stamped before the poke, and the first whose dump changes afterwards is the one read.
+  std::vector<std::string> prefixes;
+  if (!o.fr_dump_prefix.empty()) {
+    prefixes.push_back(o.fr_dump_prefix);
+  } else if (!o.fr_default_dump_prefixes.empty()) {
+    prefixes = o.fr_default_dump_prefixes;
+  } else {
+    prefixes.push_back("/tmp/nccl_trace_rank_");
+  }
+  std::vector<std::map<int, FileStamp>> before_per_prefix(prefixes.size());
   part.pokes = PokeFifos(o.fr_pipe_prefix, [&](int rank) {
-    before[rank] = StampFile(dump_prefix + std::to_string(rank));
+    for (size_t i = 0; i < prefixes.size(); ++i) {
+      before_per_prefix[i][rank] = StampFile(prefixes[i] + std::to_string(rank));
+    }
   });
   std::vector<int> poked;
   for (const FifoPoke& p : part.pokes) {
@@ -117,8 +127,41 @@ FrPart CollectFr(const EvidenceOptions& o, int64_t deadline_ms, Clock* clock) {
   if (poked.empty()) return part;
   const int64_t wait_ms =
       std::min<int64_t>(o.fr_wait_ms, std::max<int64_t>(0, deadline_ms - SteadyMs()));
+  const int64_t wait_deadline_ns = clock->NowMonotonicNs() + wait_ms * 1000000;
+  size_t chosen = 0;
+  if (prefixes.size() > 1) {
+    auto changed = [&](size_t i) {
+      for (int rank : poked) {
+        const FileStamp now = StampFile(prefixes[i] + std::to_string(rank));
+        const FileStamp& was = before_per_prefix[i][rank];
+        if (now.exists && (!was.exists || now.mtime_ns != was.mtime_ns || now.size != was.size ||
+                           now.inode != was.inode)) {
+          return true;
+        }
+      }
+      return false;
+    };
+    bool found = false;
+    while (!found) {
+      for (size_t i = 0; i < prefixes.size() && !found; ++i) {
+        if (changed(i)) {
+          chosen = i;
+          found = true;
+        }
+      }
+      if (found || clock->NowMonotonicNs() >= wait_deadline_ns) break;
+      clock->SleepUntilMonotonicNs(
+          std::min<int64_t>(wait_deadline_ns, clock->NowMonotonicNs() + int64_t{100} * 1000000));
+    }
+    if (!found) {
+      part.notes.push_back(fmt::format(
+          "Flight Recorder: no dump appeared under PyTorch's default locations ({}<rank>); give "
+          "the job's TORCH_FR_DUMP_TEMP_FILE / TORCH_NCCL_DEBUG_INFO_TEMP_FILE with --fr-dump",
+          fmt::join(prefixes, "<rank>, ")));
+    }
+  }
   part.dumps =
-      WaitForDumps(dump_prefix, poked, before, clock->NowMonotonicNs() + wait_ms * 1000000, clock);
+      WaitForDumps(prefixes[chosen], poked, before_per_prefix[chosen], wait_deadline_ns, clock);
   std::vector<FrRankDump> read;
   for (const FrDumpFile& f : part.dumps) {
     if (f.dump) {

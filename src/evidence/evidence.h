@@ -30,8 +30,13 @@ struct EvidenceOptions {
   int ras_interval_ms = 3000;  // between the two queries
   // Flight Recorder (--fr-pipe PREFIX; run sets the variables itself). Empty: skipped.
   std::string fr_pipe_prefix;  // TORCH_NCCL_DEBUG_INFO_PIPE_FILE
-  std::string fr_dump_prefix;  // TORCH_NCCL_DEBUG_INFO_TEMP_FILE (default /tmp/nccl_trace_rank_)
-  int fr_wait_ms = 10000;      // --fr-wait-s
+  std::string fr_dump_prefix;  // TORCH_FR_DUMP_TEMP_FILE / TORCH_NCCL_DEBUG_INFO_TEMP_FILE
+  // When fr_dump_prefix is empty: where PyTorch writes when the job set neither variable, newest
+  // release first ($XDG_CACHE_HOME or ~/.cache + /torch/comm_lib_trace_rank_, then
+  // ~/.cache/torch/nccl_trace_rank_, then /tmp/nccl_trace_rank_). The first one whose file for a
+  // poked rank changes after the poke is read. Empty: /tmp/nccl_trace_rank_ alone.
+  std::vector<std::string> fr_default_dump_prefixes;
+  int fr_wait_ms = 10000;  // --fr-wait-s
   // Where the incident folder is created (--incident-dir; default beside the events file).
   std::string incident_root;
   int64_t overall_deadline_ms = 30000;

@@ -153,8 +153,21 @@ int RunWatchCommand(const WatchCommandOptions& f, bool run_mode, std::atomic<int
       spdlog::info("{}", plan.message);
     } else if (!f.fr_dump.empty()) {
       ev.fr_dump_prefix = f.fr_dump;
-    } else if (const char* dump = std::getenv("TORCH_NCCL_DEBUG_INFO_TEMP_FILE")) {
+    } else if (const char* dump = std::getenv("TORCH_FR_DUMP_TEMP_FILE"); dump && *dump) {
+      // PyTorch's DebugInfoWriter reads the newer name first, then the older one.
       ev.fr_dump_prefix = dump;
+    } else if (const char* old = std::getenv("TORCH_NCCL_DEBUG_INFO_TEMP_FILE"); old && *old) {
+      ev.fr_dump_prefix = old;
+    } else {
+      // Neither set: PyTorch's DebugInfoWriter default, which moved between releases (a job of
+      // the same user; another user's home is beyond guessing: --fr-dump).
+      const char* xdg = std::getenv("XDG_CACHE_HOME");
+      const char* home = std::getenv("HOME");
+      const std::string home_cache = std::string(home && *home ? home : "/tmp") + "/.cache";
+      const std::string cache = xdg && *xdg ? std::string(xdg) : home_cache;
+      ev.fr_default_dump_prefixes = {cache + "/torch/comm_lib_trace_rank_",
+                                     home_cache + "/torch/nccl_trace_rank_",
+                                     "/tmp/nccl_trace_rank_"};
     }
     o.evidence = ev;
   }

@@ -165,6 +165,21 @@ TEST(HangEvidence, TextReportsOfOlderNcclNameTheSameRank) {
   ASSERT_EQ(r.culprits.size(), 1u);
   EXPECT_EQ(r.culprits[0].reason,
             "rank 11 (node1 GPU3, pid 4711) is at AllReduce #10234; the other 15 are at #10235");
+
+  // Two ranks: NCCL lists each lone rank with its own count, the one ahead too.
+  TempDir two;
+  RasResponder pair(two.path(),
+                    {"--ranks", "2", "--behind", "1", "--mode", "stuck", "--text-only"});
+  ASSERT_GT(pair.port(), 0);
+  EvidenceOptions o2 = Options(two, pair.port());
+  o2.incident_root.clear();
+  const EvidenceReport r2 = CollectHangEvidence(o2, Context(), SystemClock());
+  ASSERT_EQ(r2.ras_replies.size(), 2u);
+  EXPECT_NE(r2.ras_replies[0].body.find("Rank 0 has launched up to operation 10235"),
+            std::string::npos)
+      << r2.ras_replies[0].body;
+  ASSERT_EQ(r2.culprits.size(), 1u);
+  EXPECT_EQ(r2.culprits[0].rank, 1) << r2.culprits[0].reason;
 }
 
 TEST(HangEvidence, CountsThatMoveBetweenTheQueriesNameNobody) {
@@ -184,6 +199,43 @@ TEST(HangEvidence, CountsThatMoveBetweenTheQueriesNameNobody) {
     EXPECT_NE(r.ras_verdict->lines.back().find("moved between the two queries"), std::string::npos);
     EXPECT_NE(r.summary.find("none named"), std::string::npos);
   }
+}
+
+// A job that set no dump prefix writes where its PyTorch release puts dumps by default; the
+// first default location whose dump changes after the poke is the one read.
+TEST(HangEvidence, DumpsAtPyTorchsDefaultLocationAreFound) {
+  TempDir dir;
+  const std::string cache_prefix = dir / "home/.cache/torch/comm_lib_trace_rank_";
+  FakeRanks ranks(dir.path(), 4, /*behind_rank=*/2, 10235, cache_prefix);
+  ASSERT_TRUE(ranks.WaitReady());
+  EvidenceOptions o = Options(dir, FreePort());
+  o.fr_pipe_prefix = ranks.pipe_prefix();
+  o.fr_default_dump_prefixes = {dir / "elsewhere/nccl_trace_rank_", cache_prefix};
+  const EvidenceReport r = CollectHangEvidence(o, Context(), SystemClock());
+  ASSERT_EQ(r.fr_dumps.size(), 4u);
+  for (const FrDumpFile& f : r.fr_dumps) {
+    EXPECT_TRUE(f.dump.has_value()) << f.error;
+    EXPECT_EQ(f.path.rfind(cache_prefix, 0), 0u) << f.path;
+  }
+  ASSERT_EQ(r.culprits.size(), 1u);
+  EXPECT_EQ(r.culprits[0].rank, 2);
+  EXPECT_EQ(r.culprits[0].source, "flight-recorder");
+
+  // None of the defaults gets a dump: said, with where it looked, after --fr-wait-s.
+  TempDir quiet;
+  FakeRanks silent(quiet.path(), 2, -1, 10235, quiet / "home/.cache/torch/comm_lib_trace_rank_");
+  ASSERT_TRUE(silent.WaitReady());
+  EvidenceOptions q = Options(quiet, FreePort());
+  q.fr_pipe_prefix = silent.pipe_prefix();
+  q.fr_wait_ms = 1000;
+  q.fr_default_dump_prefixes = {quiet / "a/comm_lib_trace_rank_", quiet / "b/nccl_trace_rank_"};
+  const EvidenceReport rq = CollectHangEvidence(q, Context(), SystemClock());
+  EXPECT_TRUE(rq.culprits.empty());
+  std::string notes;
+  for (const std::string& n : rq.notes) notes += n + "\n";
+  EXPECT_NE(notes.find("no dump appeared under PyTorch's default locations"), std::string::npos)
+      << notes;
+  EXPECT_NE(notes.find(quiet / "b/nccl_trace_rank_<rank>"), std::string::npos) << notes;
 }
 
 TEST(HangEvidence, NoRasAndNoFifosCostsUnderTwoSecondsAndSaysSo) {

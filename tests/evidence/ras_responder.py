@@ -130,7 +130,9 @@ def report_text(counts):
         for v, rs in sorted(by_value.items(), key=lambda kv: -len(kv[1])):
             if len(rs) > 1:
                 out.append("  %d ranks have launched up to operation %d" % (len(rs), v))
-            if len(rs) * 2 < len(counts):
+            # rasCountIsOutlier() for VERBOSE STATUS: a lone rank always, else fewer than half
+            # of the communicator's ranks (missing ones included).
+            if len(rs) == 1 or len(rs) * 2 < ARGS.ranks:
                 for r in sorted(rs):
                     i = rank_info(r)
                     if len(rs) > 1:

@@ -76,12 +76,15 @@ class RasResponder {
   int port_ = 0;
 };
 
-// `world` fake ranks creating <dir>/fr_pipe_<r>.pipe and dumping to <dir>/fr_dump_<r>.
+// `world` fake ranks creating <dir>/fr_pipe_<r>.pipe and dumping to <dir>/fr_dump_<r> (or to
+// <dump_prefix><r>, its folder created).
 class FakeRanks {
  public:
-  FakeRanks(const std::string& dir, int world, int behind_rank, int last_seq = 10235) {
+  FakeRanks(const std::string& dir, int world, int behind_rank, int last_seq = 10235,
+            const std::string& dump_prefix = "") {
     pipe_prefix_ = dir + "/fr_pipe_";
-    dump_prefix_ = dir + "/fr_dump_";
+    dump_prefix_ = dump_prefix.empty() ? dir + "/fr_dump_" : dump_prefix;
+    std::filesystem::create_directories(std::filesystem::path(dump_prefix_).parent_path());
     for (int r = 0; r < world; ++r) {
       const std::string ready = dir + "/ready_" + std::to_string(r);
       std::vector<std::string> argv = {"python3",       Script("fake_rank.py"),

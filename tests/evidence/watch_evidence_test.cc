@@ -5,10 +5,16 @@
 // environment carries it, and the incident folder beside the events file holds four dumps and
 // both RAS replies. Without RAS and FIFOs, the hang is acted on as before.
 #include <gtest/gtest.h>
+#include <httplib.h>
 
+#include <cstdio>
 #include <filesystem>
+#include <fstream>
+#include <mutex>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "evidence/stand_ins.h"
@@ -124,15 +130,22 @@ TEST(RunEvidence, WithoutRasOrFifosTheHangIsActedOnAsBefore) {
   TempDir dir;
   const std::string log = SimulateHang(dir);
   const std::string events = dir.path() + "/events.jsonl";
-  const auto r = RunWattwatch("run --source replay:" + log +
-                              " --speed 50 --listen none --kill-grace-s 1 --events " + events +
-                              " --nccl-ras 127.0.0.1:" + std::to_string(FreePort()) +
-                              " --fr-wait-s 1 -- sleep 600");
+  const auto r = RunWattwatch(
+      "run --source replay:" + log + " --speed 50 --listen none --kill-grace-s 1 --events " +
+      events + " --nccl-ras 127.0.0.1:" + std::to_string(FreePort()) + " -- sleep 600");
   EXPECT_EQ(r.exit_code, 3) << r.output;
   const auto confirmed = Events(events, "hang_confirmed");
   ASSERT_EQ(confirmed.size(), 1u) << ReadFile(events);
   const std::string summary = confirmed[0].at("evidence").at("summary");
   EXPECT_NE(summary.find("none named"), std::string::npos) << summary;
+  // The default --fr-wait-s (10 s) is not spent when no FIFO was there to poke: the step adds
+  // less than 2 s before the kill.
+  const std::string incident = confirmed[0].at("evidence").at("incident_dir");
+  const auto report = nlohmann::json::parse(ReadFile(incident + "/evidence.json"), nullptr, false);
+  ASSERT_TRUE(report.is_object()) << incident;
+  const double step_s = report.at("elapsed_s");
+  std::printf("run: evidence step with nothing listening and no FIFOs: %.3f s\n", step_s);
+  EXPECT_LT(step_s, 2.0);
   EXPECT_EQ(Events(events, "kill").size(), 1u);
   EXPECT_FALSE(OnlyIncident(dir.path()).empty());
 
@@ -148,6 +161,117 @@ TEST(RunEvidence, WithoutRasOrFifosTheHangIsActedOnAsBefore) {
   ASSERT_EQ(c2.size(), 1u);
   EXPECT_FALSE(c2[0].contains("evidence"));
   EXPECT_TRUE(OnlyIncident(quiet.path()).empty());
+}
+
+// `watch` beside a job that set only its FIFO prefix (no dump prefix): the four fake ranks dump
+// where PyTorch does by default ($HOME/.cache/torch/comm_lib_trace_rank_<rank>), the watcher is
+// given --fr-pipe alone. The webhook payload and /state carry the evidence: the incident folder
+// and rank 2 from both sources.
+TEST(WatchEvidence, FrPipeAloneFindsDefaultDumpsAndTheWebhookAndStateNameTheRank) {
+  TempDir dir;
+  const std::string log = SimulateHang(dir);
+  RasResponder ras(dir.path(), {"--ranks", "4", "--behind", "2", "--mode", "stuck"});
+  ASSERT_GT(ras.port(), 0);
+  const std::string home = dir.path() + "/home";
+  FakeRanks ranks(dir.path(), 4, /*behind_rank=*/2, 10235,
+                  home + "/.cache/torch/comm_lib_trace_rank_");
+  ASSERT_TRUE(ranks.WaitReady());
+
+  httplib::Server receiver;
+  std::mutex mu;
+  std::string payload;
+  receiver.Post("/hook", [&](const httplib::Request& req, httplib::Response& res) {
+    std::lock_guard<std::mutex> lock(mu);
+    if (payload.empty()) payload = req.body;  // the first POST: the hang
+    res.status = 204;
+  });
+  const int hook_port = receiver.bind_to_any_port("127.0.0.1");
+  ASSERT_GT(hook_port, 0);
+  std::thread serve([&] { receiver.listen_after_bind(); });
+
+  const std::string addr_file = dir.path() + "/addr";
+  const std::string events = dir.path() + "/events.jsonl";
+  nlohmann::json state_evidence;
+  {
+    Child watch({"env",
+                 "-u",
+                 "XDG_CACHE_HOME",
+                 "-u",
+                 "TORCH_FR_DUMP_TEMP_FILE",
+                 "-u",
+                 "TORCH_NCCL_DEBUG_INFO_TEMP_FILE",
+                 "HOME=" + home,
+                 ww::testing::WattwatchBinary(),
+                 "watch",
+                 "--source",
+                 "replay:" + log,
+                 "--speed",
+                 "50",
+                 "--linger",
+                 "--listen",
+                 "127.0.0.1:0",
+                 "--ready-file",
+                 addr_file,
+                 "--events",
+                 events,
+                 "--nccl-ras",
+                 "127.0.0.1:" + std::to_string(ras.port()),
+                 "--fr-pipe",
+                 ranks.pipe_prefix(),
+                 "--webhook",
+                 "http://127.0.0.1:" + std::to_string(hook_port) + "/hook",
+                 "--log-level",
+                 "error"});
+    ASSERT_TRUE(WaitForFile(addr_file));
+    std::string addr;
+    for (int i = 0; i < 100 && addr.empty(); ++i) {
+      std::ifstream(addr_file) >> addr;
+      if (addr.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    httplib::Client c("127.0.0.1", std::stoi(addr.substr(addr.rfind(':') + 1)));
+    for (int i = 0; i < 300 && state_evidence.is_null(); ++i) {
+      if (auto r = c.Get("/state"); r && r->status == 200) {
+        const auto j = nlohmann::json::parse(r->body, nullptr, false);
+        if (j.is_object() && j.contains("evidence")) state_evidence = j["evidence"];
+      }
+      if (state_evidence.is_null()) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    auto posted = [&] {
+      std::lock_guard<std::mutex> lock(mu);
+      return !payload.empty();
+    };
+    for (int i = 0; i < 100 && !posted(); ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+  }
+  receiver.stop();
+  serve.join();
+
+  ASSERT_TRUE(state_evidence.is_object()) << "/state never showed the evidence\n"
+                                          << ReadFile(events);
+  const std::string incident = state_evidence.value("incident_dir", "");
+  ASSERT_FALSE(incident.empty()) << state_evidence.dump();
+  auto sources_of_rank_2 = [](const nlohmann::json& ev) {
+    std::set<std::string> sources;
+    for (const auto& c : ev.at("culprits")) {
+      EXPECT_EQ(c.at("rank"), 2) << ev.dump();
+      sources.insert(c.at("source").get<std::string>());
+    }
+    return sources;
+  };
+  const std::set<std::string> both = {"flight-recorder", "nccl-ras"};
+  EXPECT_EQ(sources_of_rank_2(state_evidence), both) << state_evidence.dump();
+  for (int rank = 0; rank < 4; ++rank) {
+    EXPECT_TRUE(
+        std::filesystem::exists(incident + "/fr/comm_lib_trace_rank_" + std::to_string(rank)))
+        << "rank " << rank;
+  }
+  const auto hook = nlohmann::json::parse(payload, nullptr, false);
+  ASSERT_TRUE(hook.is_object()) << "no webhook payload: " << payload;
+  EXPECT_EQ(hook.value("event", ""), "hang_confirmed");
+  ASSERT_TRUE(hook.contains("evidence")) << payload;
+  EXPECT_EQ(hook["evidence"].value("incident_dir", ""), incident);
+  EXPECT_EQ(sources_of_rank_2(hook["evidence"]), both) << payload;
 }
 
 }  // namespace

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -421,6 +422,64 @@ TEST_F(WatchCliTest, RunEndsWhatTheJobLeftBehindWithinTheKillGrace) {
   EXPECT_TRUE(leftovers_event);
 }
 
+// Issue 19's acceptance line for item 3, under SIGINT and under SIGTERM: the child is a shell that
+// traps both and exits 42; of its two grandchildren one is a plain background sleep (which a
+// non-interactive shell starts with SIGINT ignored) and one ignores both signals, as a worker
+// with its own handlers may. Both are gone within the kill grace of the signal (plus the time
+// `run` takes to notice), and `run` exits with the child's own code, not the signal's.
+TEST_F(WatchCliTest, RunUnderSigintAndSigtermEndsGrandchildrenWithinTheGraceWithTheChildsCode) {
+  constexpr double kGraceS = 2.0;
+  for (const int sig : {SIGINT, SIGTERM}) {
+    SCOPED_TRACE(sig == SIGINT ? "SIGINT" : "SIGTERM");
+    const std::string p1 = (dir_ / "p1").string(), p2 = (dir_ / "p2").string();
+    std::filesystem::remove(p1);
+    std::filesystem::remove(p2);
+    const std::string job = "trap 'exit 42' INT TERM; sleep 201 & echo $! > " + p1 +
+                            "; sh -c 'trap \"\" INT TERM; exec sleep 202' & echo $! > " + p2 +
+                            "; wait";
+    const pid_t pid = Spawn({"run", "--source", "sim:healthy", "--speed", "1", "--listen", "none",
+                             "--kill-grace-s", "2", "--", "sh", "-c", job});
+    pid_t g1 = 0, g2 = 0;
+    for (int i = 0; i < 500 && (g1 == 0 || g2 == 0); ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      std::ifstream(p1) >> g1;
+      std::ifstream(p2) >> g2;
+    }
+    ASSERT_GT(g1, 0);
+    ASSERT_GT(g2, 0);
+    // The second one has set its traps once it has become `sleep`.
+    for (int i = 0; i < 250; ++i) {
+      std::string comm;
+      std::ifstream("/proc/" + std::to_string(g2) + "/comm") >> comm;
+      if (comm == "sleep") break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    const auto sent = std::chrono::steady_clock::now();
+    kill(pid, sig);
+    double gone_s = -1;
+    for (int i = 0; i < 500; ++i) {
+      if (!ProcessRunning(g1) && !ProcessRunning(g2)) {
+        gone_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - sent).count();
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    const int rc = Wait(pid, 30);
+    const double exit_s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - sent).count();
+    std::printf(
+        "%s: grandchildren gone %.3f s after the signal (grace %.1f s), run exited %d "
+        "after %.3f s\n",
+        sig == SIGINT ? "SIGINT" : "SIGTERM", gone_s, kGraceS, rc, exit_s);
+    EXPECT_EQ(rc, 42) << "the child's own exit code: " << Err();
+    EXPECT_GE(gone_s, 0) << "a grandchild outlived the signal by 5 s";
+    EXPECT_LE(gone_s, kGraceS + 0.75);
+    EXPECT_LE(exit_s, kGraceS + 1.5);
+    if (ProcessRunning(g1)) kill(g1, SIGKILL);
+    if (ProcessRunning(g2)) kill(g2, SIGKILL);
+  }
+}
+
 // As a container's PID 1, `run` inherits the job's orphans and must reap them.
 TEST_F(WatchCliTest, RunAsPidOneReapsOrphans) {
   if (ww::testing::RunCommand("unshare -Urpf --mount-proc true >/dev/null 2>&1") != 0) {
@@ -457,6 +516,43 @@ TEST_F(WatchCliTest, KillingTheWatcherLeavesTheJobRunning) {
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   EXPECT_EQ(kill(job, 0), 0) << "the job died with its watcher";
   kill(job, SIGKILL);
+}
+
+// Issue 19 item 11 and a message, end to end: a hook that outlives --hook-timeout-s is killed with
+// what it started (its background child here; before, only the hook's own pid was killed and both
+// sleeps ran on), and a webhook nobody answers is named with its URL and the error in words
+// (before: "webhook failed: Connection").
+TEST_F(WatchCliTest, ATimedOutHookIsKilledWithItsChildrenAndAFailedWebhookNamesItsTarget) {
+  const int gone = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in b{};
+  b.sin_family = AF_INET;
+  b.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(bind(gone, reinterpret_cast<sockaddr*>(&b), sizeof b), 0);
+  socklen_t len = sizeof b;
+  getsockname(gone, reinterpret_cast<sockaddr*>(&b), &len);
+  close(gone);
+  const std::string url = "http://127.0.0.1:" + std::to_string(ntohs(b.sin_port)) + "/hook";
+  const std::string bg = (dir_ / "bg").string(), fg = (dir_ / "fg").string();
+  const int rc =
+      Run({"watch", "--source", "replay:" + Log("hang-spin"), "--speed", "50", "--listen", "none",
+           "--webhook", url, "--hook", "sh", "--hook-arg=-c", "--hook-arg",
+           "sleep 301 & echo $! > " + bg + "; echo $$ > " + fg + "; exec sleep 302",
+           "--hook-timeout-s", "1"});
+  EXPECT_EQ(rc, 0) << Err();
+  pid_t child = 0, hook = 0;
+  std::ifstream(bg) >> child;
+  std::ifstream(fg) >> hook;
+  ASSERT_GT(child, 0) << Err();
+  ASSERT_GT(hook, 0) << Err();
+  for (int i = 0; i < 100 && (ProcessRunning(child) || ProcessRunning(hook)); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_FALSE(ProcessRunning(hook)) << "the hook outlived its timeout";
+  EXPECT_FALSE(ProcessRunning(child)) << "the hook's background child outlived its timeout";
+  if (ProcessRunning(child)) kill(child, SIGKILL);
+  if (ProcessRunning(hook)) kill(hook, SIGKILL);
+  EXPECT_THAT(Err(), HasSubstr("hook failed: 'sh' did not finish within 1 s; killed"));
+  EXPECT_THAT(Err(), HasSubstr("webhook failed: POST " + url + ": cannot connect"));
 }
 
 TEST_F(WatchCliTest, WebhookAndHookGetTheHang) {
