@@ -887,6 +887,13 @@ Result<std::vector<std::string>> WriteScenario(const ScenarioConfig& config,
                         {"interval_ms", config.interval_ms},
                         {"hang_episodes", hangs},
                         {"comm_share", c + m > 0 ? m / (c + m) : 0.0}};
+    if (config.straggler_rank >= 0) {
+      const int g = config.straggler_rank % config.gpus_per_host;
+      j["straggler"] = {{"host", sim.host_names()[config.straggler_rank / config.gpus_per_host]},
+                        {"gpu", g},
+                        {"slowdown", config.straggler_slowdown},
+                        {"throttled", config.straggler_throttled}};
+    }
     std::FILE* f = std::fopen(options.truth_json.c_str(), "w");
     if (!f) return Status::IoError(fmt::format("{}: cannot write", options.truth_json));
     std::fputs(j.dump(2).c_str(), f);
