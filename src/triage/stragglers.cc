@@ -15,10 +15,6 @@ double Median(std::vector<double> v) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-}  // namespace
-
-namespace {
-
 std::map<GpuKey, RankTiming> Totals(const std::vector<RankTiming>& chunks) {
   std::map<GpuKey, RankTiming> total;
   for (const RankTiming& r : chunks) {
