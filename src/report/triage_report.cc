@@ -269,8 +269,9 @@ std::string RenderText(const TriageReport& r, bool color) {
                        r.stragglers.size());
     for (const auto& s : r.stragglers) {
       out +=
-          fmt::format("  {}: computes {:.2f}x as long as the median rank{}\n", GpuLabel(r, s.key),
-                      s.slowdown, s.throttle.empty() ? "" : "; throttled: " + s.throttle);
+          fmt::format("  {}: computes {:.2f}x as long as the median rank{}{}\n", GpuLabel(r, s.key),
+                      s.slowdown, s.from_activity ? " (from DCGM activity counters)" : "",
+                      s.throttle.empty() ? "" : "; throttled: " + s.throttle);
     }
   }
 
@@ -421,6 +422,8 @@ nlohmann::json RenderJson(const TriageReport& r) {
               {"gpu", s.key.gpu},
               {"slowdown", std::round(s.slowdown * 100) / 100}};
     if (!s.throttle.empty()) j["throttle"] = s.throttle;
+    // Only where it is not the power split (coarse sampling): outputs of finer logs unchanged.
+    if (s.from_activity) j["timed_by"] = "activity_counters";
     stragglers.push_back(std::move(j));
   }
   out["stragglers"] = std::move(stragglers);

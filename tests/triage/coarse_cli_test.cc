@@ -57,6 +57,7 @@ TEST_F(CoarseCli, StragglerAtThirtySecondsFromDcgmExporterActivity) {
     EXPECT_NEAR(s["slowdown"].get<double>() / truth["straggler"]["slowdown"].get<double>(), 1, 0.2);
     // (The throttle is not checked here: the dcgm-exporter writer does not emit
     // DCGM_FI_DEV_CLOCKS_EVENT_REASONS; scenarios_test checks it at 15-30 s in process.)
+    EXPECT_EQ(s["timed_by"], "activity_counters");
     EXPECT_FALSE(j.contains("stragglers_unknown"));
   }
 }
