@@ -104,6 +104,7 @@ TriageReport MakeReport(const triage::TriageEngine& engine, std::vector<std::str
   r.events = engine.events();
   r.hang_episodes = engine.hang_episodes();
   r.stragglers = engine.stragglers();
+  r.stragglers_unknown = engine.stragglers_unknown();
   for (const auto& c : engine.checkpoints()) {
     if (c.end_ms - c.start_ms >= 50) r.checkpoints.push_back(c);
   }
@@ -141,8 +142,36 @@ TriageReport MakeReport(const triage::TriageEngine& engine, std::vector<std::str
   for (const auto& [text, keys] : limit_notes) {
     r.notes.push_back(fmt::format("{}: {}", GpuList(r, keys), text));
   }
+  if (!r.stragglers_unknown.empty())
+    r.notes.push_back("stragglers unknown: " + r.stragglers_unknown);
   r.first_ms = engine.first_timestamp_ms();
   r.last_ms = engine.last_timestamp_ms();
+  // A hang is confirmed after hang_confirm_s of spinning with nobody working: a log (or a GPU)
+  // spanning less cannot show one, and "no hang" would be a verdict it cannot support.
+  const double confirm_s = engine.options().hang_confirm_s;
+  int64_t samples = 0;
+  for (const auto& g : r.gpus) samples += g.samples;
+  auto too_short = [&](double span_s, int64_t n, const char* who) {
+    return fmt::format(
+        "{} ({} sample{}), too short to tell whether {} hung: a hang is confirmed after {:.0f} s "
+        "of spinning with nobody working, so at least {:.0f} s of samples are needed",
+        FormatDuration(span_s), n, n == 1 ? "" : "s", who, confirm_s, std::ceil(confirm_s) + 1);
+  };
+  if (r.hang_episodes.empty() && !r.gpus.empty()) {
+    const double span_s = static_cast<double>(r.last_ms - r.first_ms) / 1000.0;
+    if (span_s < confirm_s) {
+      r.hang_unknown = "the log spans " + too_short(span_s, samples, "the job");
+    } else {
+      r.gpu_hang_unknown.resize(r.gpus.size());
+      for (size_t i = 0; i < r.gpus.size(); ++i) {
+        const auto& g = r.gpus[i];
+        const double gspan_s = static_cast<double>(g.last_ms - g.first_ms) / 1000.0;
+        if (gspan_s >= confirm_s) continue;
+        r.gpu_hang_unknown[i] = "sampled for " + too_short(gspan_s, g.samples, "it");
+        r.notes.push_back(GpuLabel(r, g.key) + ": " + r.gpu_hang_unknown[i]);
+      }
+    }
+  }
   return r;
 }
 
@@ -175,7 +204,9 @@ std::string RenderText(const TriageReport& r, bool color) {
       }
     }
   }
-  if (r.hang_episodes.empty() && blind == 0) {
+  if (!r.hang_unknown.empty()) {
+    out += fmt::format("Hang unknown: {}.\n", r.hang_unknown);
+  } else if (r.hang_episodes.empty() && blind == 0) {
     out += fmt::format("{}No hang.{}\n", green, reset);
   } else if (r.hang_episodes.empty()) {
     out += fmt::format(
@@ -238,8 +269,9 @@ std::string RenderText(const TriageReport& r, bool color) {
                        r.stragglers.size());
     for (const auto& s : r.stragglers) {
       out +=
-          fmt::format("  {}: computes {:.2f}x as long as the median rank{}\n", GpuLabel(r, s.key),
-                      s.slowdown, s.throttle.empty() ? "" : "; throttled: " + s.throttle);
+          fmt::format("  {}: computes {:.2f}x as long as the median rank{}{}\n", GpuLabel(r, s.key),
+                      s.slowdown, s.from_activity ? " (from DCGM activity counters)" : "",
+                      s.throttle.empty() ? "" : "; throttled: " + s.throttle);
     }
   }
 
@@ -323,6 +355,12 @@ nlohmann::json RenderJson(const TriageReport& r) {
       auto cs = g.comm_share();
       gj["comm_share"] = cs ? json(std::round(*cs * 10000) / 10000) : json(nullptr);
       if (!g.comm_share_unknown.empty()) gj["comm_share_unknown"] = g.comm_share_unknown;
+      if (i < r.gpu_hang_unknown.size() && !r.gpu_hang_unknown[i].empty()) {
+        gj["hang_unknown"] = r.gpu_hang_unknown[i];
+      }
+      if (!r.stragglers_unknown.empty() && gj.contains("evidence")) {
+        gj["evidence"]["stragglers_unknown"] = r.stragglers_unknown;
+      }
       gpus.push_back(std::move(gj));
     }
     json host = {{"host", r.hosts[h]}, {"gpus", std::move(gpus)}};
@@ -384,9 +422,17 @@ nlohmann::json RenderJson(const TriageReport& r) {
               {"gpu", s.key.gpu},
               {"slowdown", std::round(s.slowdown * 100) / 100}};
     if (!s.throttle.empty()) j["throttle"] = s.throttle;
+    // Only where it is not the power split (coarse sampling): outputs of finer logs unchanged.
+    if (s.from_activity) j["timed_by"] = "activity_counters";
     stragglers.push_back(std::move(j));
   }
   out["stragglers"] = std::move(stragglers);
+  if (!r.stragglers_unknown.empty()) out["stragglers_unknown"] = r.stragglers_unknown;
+  if (!r.hang_unknown.empty()) {
+    // The hang verdict, said only where it is not what hang_episodes implies (a log too short).
+    out["hang_verdict"] = "unknown";
+    out["hang_unknown"] = r.hang_unknown;
+  }
   return out;
 }
 

@@ -23,6 +23,13 @@ struct TriageReport {
   std::vector<triage::HangEpisode> hang_episodes;
   std::vector<triage::CheckpointEpisode> checkpoints;
   std::vector<triage::Straggler> stragglers;
+  // Why no straggler could be judged (coarse sampling without activity counters), or "".
+  std::string stragglers_unknown;
+  // Why the log cannot say whether the job hung (it spans less than a hang takes to confirm),
+  // or "" when it can; and the same per GPU (by index into gpus) for a GPU sampled too briefly
+  // in a longer log.
+  std::string hang_unknown;
+  std::vector<std::string> gpu_hang_unknown;
   std::vector<std::string> warnings;  // documented skips from the readers
   std::vector<std::string> notes;     // from the engine
   int64_t first_ms = 0;

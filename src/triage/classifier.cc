@@ -28,7 +28,15 @@ LocalClass ClassifyLocal(const LocalInput& in, const Thresholds& t) {
   if (no_process && u < t.busy_util_pct) return LocalClass::kGone;
   if (u >= t.spin_util_pct && in.sm_activity) {
     // The SMs say what the engine's "busy" is: polling (a spin) or work.
-    return *in.sm_activity < t.spin_sm_activity_max ? LocalClass::kSpin : LocalClass::kBusy;
+    const double sm = *in.sm_activity;
+    if (sm < t.spin_sm_activity_max) return LocalClass::kSpin;
+    if (sm >= t.spin_sm_activity_band_max) return LocalClass::kBusy;
+    if (in.tensor_activity) {
+      const bool waiting = *in.tensor_activity < t.spin_tensor_activity_max &&
+                           (!in.dram_activity || *in.dram_activity < t.spin_dram_activity_max);
+      return waiting ? LocalClass::kSpin : LocalClass::kBusy;
+    }
+    // NCCL's few SMs or light kernels: power decides, below.
   }
   if (u >= t.spin_util_pct && in.power_frac &&
       *in.power_frac < std::max(t.spin_power_frac, in.spin_power_frac.value_or(0))) {

@@ -37,10 +37,17 @@ struct Thresholds {
   int starve_min_samples = 3;     // a window with fewer samples says nothing about a pattern
   double busy_power_frac = 0.45;  // without utilization, power at this share of the range: kernels
   // DCGM's SM activity (the share of SMs with a warp, averaged over its interval) below this at
-  // pegged utilization: a polling kernel on a few SMs, i.e. a spin, whatever the power says. An
-  // NCCL transfer keeps ~0.1-0.25 busy, compute ~0.8-0.95. Averaged over 15-30 s this is the
-  // better signal: power there is one ~1 s reading of the interval.
+  // pegged utilization: a polling kernel on a few SMs, i.e. a spin, whatever the power says.
+  // Averaged over 15-30 s this is the better signal: power there is one ~1 s reading of it.
   double spin_sm_activity_max = 0.08;
+  // A rank inside an NCCL collective keeps one CTA per channel resident, waiting or moving data
+  // (16-32 of an H100's 132 SMs): SM activity ~0.1-0.25, tensor activity ~0; compute reads
+  // ~0.8-0.95 SM. Up to this SM activity, tensor activity below spin_tensor_activity_max and
+  // DRAM activity below spin_dram_activity_max (a transfer streams its buffers through DRAM; a
+  // wait polls one flag) say spin; without a tensor reading the band is left to power.
+  double spin_sm_activity_band_max = 0.3;
+  double spin_tensor_activity_max = 0.05;
+  double spin_dram_activity_max = 0.1;
 };
 
 // What the memory reading says about the process on this GPU.
@@ -70,7 +77,9 @@ struct LocalInput {
   // The board's own spin threshold (power fraction), learned from the trace; used where it is
   // above Thresholds::spin_power_frac.
   std::optional<double> spin_power_frac;
-  std::optional<double> sm_activity;  // DCGM SM activity, 0..1, when logged
+  std::optional<double> sm_activity;      // DCGM SM activity, 0..1, when logged
+  std::optional<double> tensor_activity;  // DCGM tensor pipe activity, 0..1, when logged
+  std::optional<double> dram_activity;    // DCGM DRAM activity, 0..1, when logged
 };
 
 LocalClass ClassifyLocal(const LocalInput& in, const Thresholds& t);

@@ -24,6 +24,7 @@ struct TriageEngine::Record {
   double compute_share;  // for compute/communication samples
   // Quiet holding memory while every rank was: `idle` unless training resumes after it.
   bool quiet_held = false;
+  ActivityReading activity;  // the sample's DCGM activity counters (stragglers at coarse sampling)
 };
 
 struct TriageEngine::Gpu {
@@ -36,6 +37,9 @@ struct TriageEngine::Gpu {
   std::optional<bool> working;  // the latest sample's class was kBusy (for host moments)
   bool ever_in_job = false;     // counted in job_gpus_seen_
   GpuStats stats;
+  // Activity counters of samples added but not yet classified (the windows hold them a few
+  // seconds), in time order; only kept while the GPU logs any.
+  std::deque<std::pair<int64_t, ActivityReading>> pending_activity;
 };
 
 double GpuStats::total_seconds() const {
@@ -104,6 +108,8 @@ TriageEngine::Gpu& TriageEngine::GetGpu(GpuKey key) {
 void TriageEngine::Add(const GpuSample& s) {
   Gpu& g = GetGpu(s.key);
   if (!g.windows.Add(s)) return;
+  if (g.stats.first_ms == 0 && g.stats.last_ms == 0) g.stats.first_ms = s.timestamp_ms;
+  g.stats.last_ms = s.timestamp_ms;
   SignalCounts& sig = g.stats.signals;
   if (s.power_w || s.power_instant_w) ++sig.power;
   if (s.util_gpu_pct) ++sig.utilization;
@@ -111,6 +117,10 @@ void TriageEngine::Add(const GpuSample& s) {
   if (s.util_mem_pct) ++sig.memory_utilization;
   if (s.sm_activity_ratio || s.tensor_activity_ratio || s.dram_bw_util_ratio) ++sig.activity;
   if (s.gpu_lost) ++sig.lost;
+  ActivityReading a{s.tensor_activity_ratio, s.dram_bw_util_ratio, s.sm_activity_ratio,
+                    s.gr_engine_active_ratio};
+  if (!a.engine && s.util_gpu_pct) a.engine = *s.util_gpu_pct / 100;
+  if (a.any()) g.pending_activity.emplace_back(s.timestamp_ms, a);
   stragglers_.AddClockReasons(s.key, s.timestamp_ms, s.clock_event_reasons,
                               s.util_gpu_pct && *s.util_gpu_pct >= 50);
   first_ms_ = std::min(first_ms_, s.timestamp_ms);
@@ -213,7 +223,14 @@ void TriageEngine::Classify(Gpu& g, const SampleFeatures& f) {
     g.live = state;
     g.has_live = true;
   }
-  records_.push_back({now_ms, key, state, f.dt_s, share, quiet_held});
+  ActivityReading activity;
+  auto& pending = g.pending_activity;
+  while (!pending.empty() && pending.front().first < now_ms) pending.pop_front();
+  if (!pending.empty() && pending.front().first == now_ms) {
+    activity = pending.front().second;
+    pending.pop_front();
+  }
+  records_.push_back({now_ms, key, state, f.dt_s, share, quiet_held, activity});
   ++g.stats.samples;
   Emit(false);
 }
@@ -329,8 +346,8 @@ void TriageEngine::Account(const Record& r) {
   if (r.state == GpuState::kCompute || r.state == GpuState::kCommunication) {
     st.seconds[static_cast<size_t>(GpuState::kCompute)] += r.compute_share * r.dt_s;
     st.seconds[static_cast<size_t>(GpuState::kCommunication)] += (1 - r.compute_share) * r.dt_s;
-    stragglers_.AddTraining(r.key, r.t_ms, r.compute_share * r.dt_s,
-                            (1 - r.compute_share) * r.dt_s);
+    stragglers_.AddTraining(r.key, r.t_ms, r.compute_share * r.dt_s, (1 - r.compute_share) * r.dt_s,
+                            r.activity);
   } else {
     st.seconds[static_cast<size_t>(r.state)] += r.dt_s;
   }

@@ -72,6 +72,9 @@ struct GpuStats {
   std::string implausible_limit_note;
   SignalCounts signals;
   int64_t samples = 0;
+  // Its first and last sample's time (both 0 before any).
+  int64_t first_ms = 0;
+  int64_t last_ms = 0;
   std::array<double, kNumGpuStates> seconds{};
   double total_seconds() const;
   // Why the communication share is unknown (features.h); empty when it is measured.
@@ -130,6 +133,8 @@ class TriageEngine {
   std::vector<std::string> notes() const;
   // Ranks consistently slower than their peers over training (stragglers.h).
   std::vector<Straggler> stragglers() const { return stragglers_.Find(); }
+  // Why stragglers could not be judged (coarse sampling without activity counters), or "".
+  std::string stragglers_unknown() const { return stragglers_.UnknownReason(); }
   // Lost GPUs and gaps, in the order seen.
   const std::vector<TriageEvent>& events() const { return events_; }
   double wasted_gpu_hours() const;

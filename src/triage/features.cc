@@ -54,6 +54,8 @@ bool GpuWindows::Add(const GpuSample& s) {
   in.proc = p.proc;
   in.spin_power_frac = cal_.SpinThresholdFrac(options_.thresholds.comm_level_frac);
   in.sm_activity = s.sm_activity_ratio;
+  in.tensor_activity = s.tensor_activity_ratio;
+  in.dram_activity = s.dram_bw_util_ratio;
   p.cls = ClassifyLocal(in, options_.thresholds);
   p.lost = s.gpu_lost;
   if (p.lost) {

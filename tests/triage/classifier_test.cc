@@ -98,6 +98,8 @@ struct ActivityRow {
   std::optional<double> sm_activity;
   LocalClass want;
   const char* why;
+  std::optional<double> tensor_activity = std::nullopt;
+  std::optional<double> dram_activity = std::nullopt;
 };
 
 TEST(ClassifierTest, ClassifyLocalWithLearnedSpinAndActivity) {
@@ -110,7 +112,14 @@ TEST(ClassifierTest, ClassifyLocalWithLearnedSpinAndActivity) {
       {100, 0.60, std::nullopt, 0.03, L::kSpin,
        "SMs idle at pegged utilization: a polling kernel, whatever power says"},
       {100, std::nullopt, std::nullopt, 0.03, L::kSpin, "SM activity tells a spin without power"},
-      {100, 0.10, std::nullopt, 0.18, L::kBusy, "an NCCL transfer keeps ~0.2 of the SMs busy"},
+      // NCCL keeps one CTA per channel resident in a collective (~0.1-0.25 of the SMs), waiting
+      // or moving data: in that band tensor and DRAM activity say which, else power.
+      {100, 0.10, std::nullopt, 0.18, L::kSpin, "NCCL's SMs at spin power: a wait"},
+      {100, 0.33, std::nullopt, 0.18, L::kBusy, "NCCL's SMs at transfer power: moving data"},
+      {100, 0.60, std::nullopt, 0.18, L::kSpin, "no tensor work, no DRAM traffic: a wait", 0.0,
+       0.005},
+      {100, 0.10, std::nullopt, 0.18, L::kBusy, "DRAM streaming: a transfer, not a wait", 0.0, 0.3},
+      {100, 0.10, std::nullopt, 0.25, L::kBusy, "tensor work in the band: light compute", 0.2, 0.2},
       {100, 0.10, std::nullopt, 0.85, L::kBusy,
        "a 15 s average mostly computing: the SMs say work, a low power snapshot does not decide"},
       {60, 0.10, std::nullopt, 0.02, L::kBusy, "not pegged: SM activity does not make a spin"},
@@ -122,6 +131,8 @@ TEST(ClassifierTest, ClassifyLocalWithLearnedSpinAndActivity) {
     in.proc = ProcState::kLoaded;
     in.spin_power_frac = r.learned_spin_frac;
     in.sm_activity = r.sm_activity;
+    in.tensor_activity = r.tensor_activity;
+    in.dram_activity = r.dram_activity;
     EXPECT_EQ(ClassifyLocal(in, kT), r.want) << r.why;
   }
 }

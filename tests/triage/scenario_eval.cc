@@ -108,6 +108,7 @@ ScenarioScore RunAndScore(const sim::ScenarioConfig& config,
   }
   score.found = engine.hang_episodes();
   score.stragglers = engine.stragglers();
+  score.stragglers_unknown = engine.stragglers_unknown();
   score.truth = simulator.truth_hangs();
   double c = 0, m = 0;
   for (const auto& g : engine.gpu_stats()) {

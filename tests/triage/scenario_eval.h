@@ -18,11 +18,11 @@ struct ScenarioScore {
   std::map<std::string, double> f1_by_phase;
   std::vector<triage::HangEpisode> found;
   std::vector<sim::TruthHang> truth;
-  double comm_share = 0;        // classifier, job-wide
-  double truth_comm_share = 0;  // simulator
-  std::string comm_share_unknown;
-  std::vector<triage::Straggler>
-      stragglers;  // why the engine reports the share as unknown, if it does
+  double comm_share = 0;           // classifier, job-wide
+  double truth_comm_share = 0;     // simulator
+  std::string comm_share_unknown;  // why the engine reports the share as unknown, if it does
+  std::vector<triage::Straggler> stragglers;
+  std::string stragglers_unknown;  // why the engine judged no straggler, if it says
   int64_t scored_samples = 0;
   std::string confusion;               // "truth->label: count" for mismatches, for failure messages
   std::vector<triage::GpuStats> gpus;  // the engine's per-GPU results (seconds, signals)

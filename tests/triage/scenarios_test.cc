@@ -4,6 +4,8 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <cstdio>
+
 #include "triage/evidence.h"
 #include "triage/scenario_eval.h"
 
@@ -91,7 +93,18 @@ TEST_P(ScenarioTest, MatchesGroundTruth) {
   for (const auto& st : s.stragglers) {
     named += fmt::format(" {}/{} x{:.2f} '{}'", st.key.host, st.key.gpu, st.slowdown, st.throttle);
   }
-  if (config->straggler_rank >= 0 && c.interval_ms <= 1000) {
+  // At 15-30 s the power split cannot time the ranks: DCGM's activity counters do (averaged over
+  // the interval), and without them nobody is named and the summary says why.
+  const bool coarse_blind = c.interval_ms > 2000 && !c.activity;
+  if (config->straggler_rank >= 0 && coarse_blind) {
+    EXPECT_TRUE(s.stragglers.empty()) << named;
+    EXPECT_NE(s.stragglers_unknown.find("without DCGM activity counters"), std::string::npos)
+        << s.stragglers_unknown;
+  } else if (config->straggler_rank >= 0) {
+    // The figures for the record (slowdown measured against the truth).
+    std::printf("straggler %s: truth x%.3f, named:%s\n", Describe(*config).c_str(),
+                config->straggler_slowdown, named.c_str());
+    EXPECT_EQ(s.stragglers_unknown, "");
     ASSERT_EQ(s.stragglers.size(), 1u) << named;
     const int rank = s.stragglers[0].key.host * config->gpus_per_host + s.stragglers[0].key.gpu;
     EXPECT_EQ(rank, config->straggler_rank) << named;

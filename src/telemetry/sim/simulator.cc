@@ -530,10 +530,11 @@ Simulator::Instant Simulator::InstantAt(int rank, double t_s) {
 // ---------------------------------------------------------------- activity counters
 
 // The activity of one instant, by what the GPU does: dense math keeps the SMs and tensor pipes
-// busy; an NCCL transfer runs on a few SMs and moves NVLink bytes; a rank polling in a
-// collective keeps the engine "active" with ~1 SM of ~100 busy, no tensor work, no DRAM or link
-// traffic; checkpoint and weight copies move PCIe bytes. Told apart by the instant's power level,
-// the one thing InstantAt sets per activity.
+// busy; an NCCL transfer runs one CTA per channel (16-32 of an H100's 132 SMs) and moves NVLink
+// bytes through DRAM; a rank waiting in a collective keeps those same CTAs resident, polling a
+// flag: the engine "active", SM activity ~0.15 (not ~0: real DCGM shows NCCL's floor), no tensor
+// work, almost no DRAM or link traffic; checkpoint and weight copies move PCIe bytes. Told apart by
+// the instant's power level, the one thing InstantAt sets per activity.
 Simulator::Activity Simulator::ActivityOf(const Instant& in, const GpuSim& gpu) const {
   Activity a;
   if (!in.busy) return a;
@@ -545,8 +546,8 @@ Simulator::Activity Simulator::ActivityOf(const Instant& in, const GpuSim& gpu) 
   const double f = gpu.compute_factor;  // per-GPU variation, ~0.96-1.04
   a.gr = 1;
   if (std::abs(in.power_w - spin_w) < 1e-6) {
-    a.sm = 0.03 * f;
-    a.occupancy = 0.01;
+    a.sm = 0.15 * f;
+    a.occupancy = 0.03;
     a.dram = 0.005;
     a.nvlink_bytes_per_s = 2e7;
   } else if (std::abs(in.power_w - comm_w) < 1e-6) {
@@ -581,9 +582,22 @@ bool Simulator::NextTick(std::vector<GpuSample>* samples, std::vector<TruthLabel
   for (auto& gp : gpus_) {
     GpuSim& g = *gp;
     Instant last{};
+    // The moment of the interval whose clock-event reasons the sample reports. Real step times
+    // jitter, so a 15-30 s reading lands at any phase of a step; the simulator's steps are exactly
+    // step_s long, and reading the interval's last instant would alias (15 s = 10 steps of 1.5 s:
+    // always the same phase). Coarse samples read a moment drawn per tick instead; at 2 s or
+    // finer the last instant, as before.
+    const int reasons_substep =
+        interval_s > 2.0 ? 1 + static_cast<int>(Hash01(config_.seed ^ 0x5eed,
+                                                       static_cast<uint64_t>(tick_) * 4099 +
+                                                           static_cast<uint64_t>(g.rank)) *
+                                                (substeps - 1))
+                         : substeps;
+    Instant reasons_at{};
     for (int s = 1; s <= substeps; ++s) {
       const double t = t0 + s * (interval_s / substeps);
       last = InstantAt(g.rank, t);
+      if (s == reasons_substep) reasons_at = last;
       double p = last.power_w;
       g.power_window.push_back(p);
       g.power_sum += p;
@@ -638,8 +652,8 @@ bool Simulator::NextTick(std::vector<GpuSample>* samples, std::vector<TruthLabel
       clock = m.max_sm_clock_mhz * std::max(0.5, (cap - m.idle_w) / (demand - m.idle_w));
       reasons |= 0x4;
     }
-    if (config_.straggler_throttled && g.rank == config_.straggler_rank && last.busy &&
-        last.truth == GpuState::kCompute) {
+    if (config_.straggler_throttled && g.rank == config_.straggler_rank && reasons_at.busy &&
+        reasons_at.truth == GpuState::kCompute) {
       clock *= 0.8;
       reasons |= 0x4;  // sw_power_cap
     }
@@ -873,6 +887,13 @@ Result<std::vector<std::string>> WriteScenario(const ScenarioConfig& config,
                         {"interval_ms", config.interval_ms},
                         {"hang_episodes", hangs},
                         {"comm_share", c + m > 0 ? m / (c + m) : 0.0}};
+    if (config.straggler_rank >= 0) {
+      const int g = config.straggler_rank % config.gpus_per_host;
+      j["straggler"] = {{"host", sim.host_names()[config.straggler_rank / config.gpus_per_host]},
+                        {"gpu", g},
+                        {"slowdown", config.straggler_slowdown},
+                        {"throttled", config.straggler_throttled}};
+    }
     std::FILE* f = std::fopen(options.truth_json.c_str(), "w");
     if (!f) return Status::IoError(fmt::format("{}: cannot write", options.truth_json));
     std::fputs(j.dump(2).c_str(), f);
