@@ -44,6 +44,16 @@ std::vector<json> ReadEvents(const fs::path& p) {
 using ww::testing::LiveProcessesInGroup;
 using ww::testing::ProcessRunning;
 
+// The pid a job's shell writes to path (`echo $! > path`), waited for up to 10 s; 0 when none.
+pid_t PidFromFile(const std::string& path) {
+  pid_t pid = 0;
+  for (int i = 0; i < 500 && pid == 0; ++i) {
+    std::ifstream(path) >> pid;
+    if (pid == 0) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return pid;
+}
+
 int CountEvents(const std::vector<json>& ev, const std::string& kind) {
   int n = 0;
   for (const auto& e : ev) n += e["event"] == kind;
@@ -374,12 +384,7 @@ TEST_F(WatchCliTest, RunForwardsSigtermToTheWholeProcessGroup) {
   const pid_t pid =
       Spawn({"run", "--source", "sim:healthy", "--speed", "1", "--listen", "none", "--", "sh", "-c",
              "sleep 101 & echo $! > " + p1 + "; sleep 102 & echo $! > " + p2 + "; wait"});
-  pid_t s1 = 0, s2 = 0;
-  for (int i = 0; i < 500 && (s1 == 0 || s2 == 0); ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    std::ifstream(p1) >> s1;
-    std::ifstream(p2) >> s2;
-  }
+  const pid_t s1 = PidFromFile(p1), s2 = PidFromFile(p2);
   ASSERT_GT(s1, 0);
   ASSERT_GT(s2, 0);
   kill(pid, SIGTERM);
@@ -400,11 +405,7 @@ TEST_F(WatchCliTest, RunEndsWhatTheJobLeftBehindWithinTheKillGrace) {
   const pid_t pid = Spawn({"run", "--source", "sim:healthy", "--speed", "1", "--listen", "none",
                            "--kill-grace-s", "1", "--events", (dir_ / "ev.jsonl").string(), "--",
                            "sh", "-c", "sleep 103 & echo $! > " + p1 + "; wait"});
-  pid_t s1 = 0;
-  for (int i = 0; i < 500 && s1 == 0; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    std::ifstream(p1) >> s1;
-  }
+  const pid_t s1 = PidFromFile(p1);
   ASSERT_GT(s1, 0);
   const auto sent = std::chrono::steady_clock::now();
   kill(pid, SIGINT);
@@ -439,12 +440,7 @@ TEST_F(WatchCliTest, RunUnderSigintAndSigtermEndsGrandchildrenWithinTheGraceWith
                             "; wait";
     const pid_t pid = Spawn({"run", "--source", "sim:healthy", "--speed", "1", "--listen", "none",
                              "--kill-grace-s", "2", "--", "sh", "-c", job});
-    pid_t g1 = 0, g2 = 0;
-    for (int i = 0; i < 500 && (g1 == 0 || g2 == 0); ++i) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-      std::ifstream(p1) >> g1;
-      std::ifstream(p2) >> g2;
-    }
+    const pid_t g1 = PidFromFile(p1), g2 = PidFromFile(p2);
     ASSERT_GT(g1, 0);
     ASSERT_GT(g2, 0);
     // The second one has set its traps once it has become `sleep`.
@@ -505,11 +501,7 @@ TEST_F(WatchCliTest, KillingTheWatcherLeavesTheJobRunning) {
   const pid_t watcher =
       Spawn({"run", "--source", "sim:healthy", "--speed", "1", "--listen", "none", "--", "sh", "-c",
              "echo $$ > " + pidfile.string() + "; exec sleep 60"});
-  pid_t job = 0;
-  for (int i = 0; i < 200 && job == 0; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(25));
-    std::ifstream(pidfile) >> job;
-  }
+  const pid_t job = PidFromFile(pidfile.string());
   ASSERT_GT(job, 0);
   kill(watcher, SIGKILL);
   Wait(watcher, 10);
