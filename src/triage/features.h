@@ -100,8 +100,8 @@ class GpuWindows {
     void push_back(const Pending& p) { items_.push_back(p); }
     void pop_front() {
       // The dead prefix is dropped once it is as long as what lives: amortized O(1), memory at
-      // most twice the window.
-      if (++head_ >= 1024 && head_ * 2 >= items_.size()) {
+      // most twice the window (and the window's cache lines reused).
+      if (++head_ >= 64 && head_ * 2 >= items_.size()) {
         items_.erase(items_.begin(), items_.begin() + static_cast<std::ptrdiff_t>(head_));
         head_ = 0;
       }

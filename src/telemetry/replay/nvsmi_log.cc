@@ -196,7 +196,9 @@ Parse ParseNumber(std::string_view s, double* out) {
     if (r == e) {
       static constexpr double kPow10[] = {1,   1e1, 1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
                                           1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15};
-      *out = static_cast<double>(mant) / kPow10[frac_digits];
+      // mant and 10^k are exact, so the quotient is the correctly rounded value (from_chars').
+      *out = frac_digits == 0 ? static_cast<double>(mant)
+                              : static_cast<double>(mant) / kPow10[frac_digits];
       return Parse::kOk;
     }
   }
