@@ -4,6 +4,8 @@
 // neither a command nor an option, the nearest one CLI11 knows ("did you mean 'triage'?"). The
 // words are checked against CLI11's own registry before parsing, because CLI11 reports a missing
 // positional before an unknown flag, and drops a word typed before the command.
+#include <fmt/format.h>
+
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <iostream>
@@ -75,9 +77,9 @@ std::optional<WordError> CheckWords(const CLI::App& app, int argc, char** argv) 
       if (std::find(commands.begin(), commands.end(), word) != commands.end()) {
         cmd = app.get_subcommand(word);
         if (!before.empty()) {
-          return WordError{"wattwatch", "'" + before.front() + "' comes before the command '" +
-                                            word + "': the command goes first, e.g. wattwatch " +
-                                            word + " " + before.front()};
+          return WordError{"wattwatch", fmt::format("'{}' comes before the command '{}': the "
+                                                    "command goes first, e.g. wattwatch {} {}",
+                                                    before.front(), word, word, before.front())};
         }
         continue;
       }

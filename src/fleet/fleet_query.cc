@@ -39,7 +39,7 @@ Result<std::string> SelectorMatchers(const std::string& selector) {
   return std::string(TrimSpace(s.substr(1, s.size() - 2)));
 }
 
-PromFleetQuery::PromFleetQuery(ingest::PromHttp* http, Clock* clock, std::string matchers)
+PromFleetQuery::PromFleetQuery(ingest::PromHttp* http, Clock* clock, const std::string& matchers)
     : http_(http), clock_(clock) {
   selector_ = "{__name__=~\"" + ingest::DcgmMetricRegex() + "\"" +
               (matchers.empty() ? "" : "," + matchers) + "}";

@@ -63,8 +63,8 @@ class FleetQuery {
 
 class PromFleetQuery final : public FleetQuery {
  public:
-  // selector: extra label matchers ("{cluster=\"a\"}"), or empty.
-  PromFleetQuery(ingest::PromHttp* http, Clock* clock, std::string selector);
+  // matchers: extra label matchers ("{cluster=\"a\"}"), or empty.
+  PromFleetQuery(ingest::PromHttp* http, Clock* clock, const std::string& matchers);
 
   Result<FleetBatch> Samples(int64_t start_ms, int64_t end_ms) override;
   const std::string& url() const override { return http_->url(); }

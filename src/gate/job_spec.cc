@@ -173,7 +173,7 @@ Status CheckDuplicateKeys(const YAML::Node& node, const std::string& where, cons
   do {                                      \
     auto ww_r_ = (expr);                    \
     if (!ww_r_.ok()) return ww_r_.status(); \
-    lhs = std::move(*ww_r_);                \
+    (lhs) = std::move(*ww_r_);              \
   } while (0)
 
 Result<JobSpec> ParseRoot(const YAML::Node& root, const SpecParser& p) {

@@ -176,9 +176,13 @@ std::string OnigToPcre(const std::string& pattern) {
         if (extra.empty()) {
           out += prop;
         } else if (in_class) {
-          out += prop + extra;
+          out += prop;
+          out += extra;
         } else {
-          out += "[" + prop + extra + "]";
+          out += '[';
+          out += prop;
+          out += extra;
+          out += ']';
         }
         i += 4;
         continue;

@@ -69,7 +69,9 @@ HangUpdate HangTracker::Update(JobMode mode, std::span<const GpuView> views, int
 
   if (hang_like) {
     if (!candidate_) {
-      candidate_.emplace();
+      // Not emplace(): clang (clang-tidy) decides Candidate is not default-constructible, as it
+      // is a nested class with member initializers used in std::optional inside HangTracker.
+      candidate_ = Candidate{};
       candidate_->start_ms = from_ms;
       candidate_->kind = kind;
       HangEpisode& e = candidate_->episode;

@@ -109,7 +109,7 @@ std::vector<std::string> HostEvidenceLines(const std::vector<GpuKey>& keys,
       if (static_cast<int>(it->second.size()) < gpus_on_host[host]) {
         for (GpuKey k : it->second)
           which += fmt::format("{}GPU{}", which.empty() ? "" : ",", k.gpu);
-        which = " (" + which + ")";
+        which = fmt::format(" ({})", which);
       }
       line += (first ? " " : "; ") + Consequence(f, activity[host]) + which;
       first = false;

@@ -13,8 +13,8 @@ namespace {
 
 class DcgmExporterLive final : public TelemetrySource {
  public:
-  DcgmExporterLive(const DcgmExporterLiveOptions& o, std::string scheme_host_port, std::string path,
-                   std::string url_host)
+  DcgmExporterLive(const DcgmExporterLiveOptions& o, const std::string& scheme_host_port,
+                   std::string path, std::string url_host)
       : o_(o),
         clock_(o.clock ? o.clock : SystemClock()),
         path_(std::move(path)),

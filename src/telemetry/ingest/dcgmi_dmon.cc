@@ -131,7 +131,7 @@ class DcgmiDmonSource final : public FileSource {
             fmt::format("{}:{}: binary data in a dcgmi dmon log", path(), n));
       }
       tokens_ = SplitWhitespace(t);
-      if (tokens_.size() >= 1 && (tokens_[0] == "Id" || tokens_[0] == "ID")) continue;  // units
+      if (!tokens_.empty() && (tokens_[0] == "Id" || tokens_[0] == "ID")) continue;  // units
       CountRecord();
       const size_t want = 2 + columns_.size();
       if (tokens_.size() < want || tokens_.size() > want + 2) {

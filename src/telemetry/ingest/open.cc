@@ -95,7 +95,8 @@ std::vector<std::string> HostNamesForPaths(const std::vector<std::string>& paths
       std::vector<std::string> candidate;
       for (size_t i : group) {
         std::string n = stem;
-        for (size_t d = 0; d < depth && d < dirs[i].size(); ++d) n = dirs[i][d] + "/" + n;
+        for (size_t d = 0; d < depth && d < dirs[i].size(); ++d)
+          n = fmt::format("{}/{}", dirs[i][d], n);
         any_left |= depth < dirs[i].size();
         ++count[n];
         candidate.push_back(std::move(n));

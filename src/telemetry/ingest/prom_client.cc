@@ -35,7 +35,7 @@ const char* const kDcgmMetrics[] = {
 
 class HttplibProm final : public PromHttp {
  public:
-  HttplibProm(std::string url, std::string scheme_host_port, std::string prefix,
+  HttplibProm(std::string url, const std::string& scheme_host_port, std::string prefix,
               const PromHttpOptions& options)
       : url_(std::move(url)), prefix_(std::move(prefix)), client_(scheme_host_port) {
     for (const auto& [k, v] : options.headers) headers_.emplace(k, v);
