@@ -220,7 +220,7 @@ void SortGroups(RasCommunicator* c) {
 std::string NormalizeHash(std::string h) {
   h = AsciiLower(h);
   if (h.rfind("0x", 0) == 0) h = h.substr(2);
-  h.erase(0, std::min(h.find_first_not_of('0'), h.size() ? h.size() - 1 : 0));
+  h.erase(0, std::min(h.find_first_not_of('0'), h.empty() ? 0 : h.size() - 1));
   return "0x" + h;
 }
 
@@ -337,7 +337,7 @@ Result<RasSnapshot> ParseRasText(std::string_view text) {
       coll.clear();
       continue;
     }
-    if (raw.size() > 0 && raw[0] != ' ') {
+    if (!raw.empty() && raw[0] != ' ') {
       block = line;  // "Errors", "Warnings", "DEAD", "INCOMPLETE", "TIMEOUT", ...
       comm = nullptr;
       coll.clear();
@@ -446,6 +446,7 @@ std::string Who(const RasRank& r) {
 
 std::vector<std::pair<uint64_t, int>> Shape(const std::vector<RasCountGroup>& groups) {
   std::vector<std::pair<uint64_t, int>> s;
+  s.reserve(groups.size());
   for (const RasCountGroup& g : groups) s.emplace_back(g.count, g.ranks_total);
   std::sort(s.begin(), s.end());
   return s;

@@ -56,7 +56,7 @@ std::optional<double> GpuStats::comm_share() const {
 }
 
 TriageEngine::TriageEngine(TriageOptions options, TriageObserver* observer)
-    : options_(std::move(options)),
+    : options_(options),  // trivially copyable: a move would copy anyway
       observer_(observer),
       hang_(options_),
       checkpoints_(options_),

@@ -42,6 +42,7 @@ std::map<GpuKey, RankTiming> Totals(const std::vector<RankTiming>& chunks) {
 
 double MedianOf(const std::map<GpuKey, RankTiming>& total, double (*f)(const RankTiming&)) {
   std::vector<double> v;
+  v.reserve(total.size());
   for (const auto& [k, t] : total) v.push_back(f(t));
   return Median(std::move(v));
 }

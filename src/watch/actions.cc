@@ -58,7 +58,7 @@ std::string FindOnPath(const std::string& name) {
     const std::string dir(rest.substr(0, colon));
     rest = colon == std::string_view::npos ? std::string_view() : rest.substr(colon + 1);
     if (dir.empty()) continue;
-    const std::string full = dir + "/" + name;
+    std::string full = fmt::format("{}/{}", dir, name);
     struct stat st {};
     if (::stat(full.c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
         ::access(full.c_str(), X_OK) == 0) {
@@ -188,7 +188,7 @@ void ActionRunner::RunHook(const nlohmann::json& event) {
   // The hang evidence (NCCL RAS, Flight Recorder): the incident folder and the ranks it names.
   if (const auto ev = event.find("evidence"); ev != event.end() && ev->is_object()) {
     for (const auto& [name, value] : evidence::HookEnvFromEventFields(*ev)) {
-      env.push_back(name + "=" + value);
+      env.push_back(fmt::format("{}={}", name, value));
     }
   }
   env.push_back("WATTWATCH_PAYLOAD=" +

@@ -47,6 +47,7 @@ Result<std::unique_ptr<ChildProcess>> ChildProcess::Spawn(const std::vector<std:
                                                           const SpawnOptions& options) {
   if (argv.empty()) return Status::InvalidInput("no command given");
   std::vector<char*> args;
+  args.reserve(argv.size() + 1);
   for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
   char** envp = environ;

@@ -246,7 +246,8 @@ ProcessTreeTotals ReadProcessTree(Env* env, const std::string& proc_root, pid_t 
     pid_t pid = 0;
     if (!ParseNumber(std::string_view(name), &pid) || pid <= 0) continue;
     // A process that exits between the listing and the read is simply not in the tree.
-    auto text = env->ReadFileToString(proc_root + "/" + name + "/stat", kMaxProcFileBytes);
+    auto text =
+        env->ReadFileToString(fmt::format("{}/{}/stat", proc_root, name), kMaxProcFileBytes);
     if (!text.ok()) continue;
     pid_t ppid = 0;
     uint64_t ticks = 0;

@@ -1,5 +1,6 @@
 #include "watch/watch_command.h"
 
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>  // environ
 
@@ -147,7 +148,7 @@ int RunWatchCommand(const WatchCommandOptions& f, bool run_mode, std::atomic<int
         if (ec)
           spdlog::warn("{}: cannot create ({}): no Flight Recorder dumps", fr_dir, ec.message());
       }
-      for (const auto& [k, v] : plan.set) spawn.extra_env.push_back(k + "=" + v);
+      for (const auto& [k, v] : plan.set) spawn.extra_env.push_back(fmt::format("{}={}", k, v));
       if (f.fr_pipe.empty()) ev.fr_pipe_prefix = plan.pipe_prefix;
       ev.fr_dump_prefix = plan.dump_prefix;
       spdlog::info("{}", plan.message);

@@ -313,7 +313,7 @@ struct Row {
 
 class NvsmiLogSource final : public TelemetrySource {
  public:
-  NvsmiLogSource(std::unique_ptr<LineReader> reader, std::string host, uint16_t host_index,
+  NvsmiLogSource(std::unique_ptr<LineReader> reader, const std::string& host, uint16_t host_index,
                  ReplayOptions options)
       : reader_(std::move(reader)),
         hosts_{ValidUtf8(host)},
@@ -402,7 +402,7 @@ class NvsmiLogSource final : public TelemetrySource {
   }
   std::vector<std::string> warnings() const override {
     auto lines = warnings_.Render();
-    for (auto& l : lines) l = ValidUtf8(reader_->path() + ": " + l);
+    for (auto& l : lines) l = ValidUtf8(fmt::format("{}: {}", reader_->path(), l));
     return lines;
   }
 
@@ -782,7 +782,7 @@ class NvsmiLogSource final : public TelemetrySource {
     return ms;
   }
 
-  Status Bad(int64_t line, std::string message, const std::string& kind) {
+  Status Bad(int64_t line, const std::string& message, const std::string& kind) {
     ++bad_rows_;
     if (!first_bad_) first_bad_ = message;
     warnings_.Add(kind, message);

@@ -795,7 +795,9 @@ Result<std::vector<std::string>> WriteScenario(const ScenarioConfig& config,
     if (job_wide) {
       paths.push_back(options.out_dir + "/" + config.name + ext);
     } else {
-      for (const auto& h : sim.host_names()) paths.push_back(options.out_dir + "/" + h + ext);
+      for (const auto& h : sim.host_names()) {
+        paths.push_back(fmt::format("{}/{}{}", options.out_dir, h, ext));
+      }
     }
   }
   const size_t want = job_wide ? 1 : sim.host_names().size();
@@ -837,6 +839,7 @@ Result<std::vector<std::string>> WriteScenario(const ScenarioConfig& config,
   context.interleave_job_lines = options.interleave_job_lines;
   context.nvsmi_minimal_columns = options.minimal_columns;
   std::vector<std::unique_ptr<write::SampleWriter>> writers;
+  writers.reserve(files.size());
   for (std::FILE* f : files) writers.push_back(write::MakeSampleWriter(options.format, f, context));
   std::vector<GpuSample> samples;
   std::vector<std::vector<GpuSample>> by_host(job_wide ? 1 : sim.host_names().size());
