@@ -114,7 +114,6 @@ class FakeRanks {
   std::string pipe_prefix_, dump_prefix_;
 };
 
-// A TCP port on 127.0.0.1 with nothing listening: bound, then closed.
-int FreePort();
+using ww::testing::FreePort;  // tests/support: a port on 127.0.0.1 with nothing listening
 
 }  // namespace ww::evidence::testing

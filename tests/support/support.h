@@ -3,16 +3,21 @@
 // Header-only so each test binary takes it without a library of its own.
 #pragma once
 
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace ww::testing {
@@ -126,6 +131,33 @@ inline CommandResult RunCapture(const std::string& cmd, bool merge_stderr = true
 // `wattwatch ARGS` (ARGS as a shell would split them).
 inline CommandResult RunWattwatch(const std::string& args, bool merge_stderr = true) {
   return RunCapture(WattwatchBinary() + " " + args, merge_stderr);
+}
+
+// A TCP port on 127.0.0.1 with nothing listening: bound, then closed (0 if none could be bound).
+// A connection to it is refused at once.
+inline int FreePort() {
+  const int s = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  if (bind(s, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 ||
+      getsockname(s, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
+    close(s);
+    return 0;
+  }
+  close(s);
+  return ntohs(a.sin_port);
+}
+
+// The pid a process writes to path (`echo $! > path`), waited for up to 10 s; 0 when none came.
+inline pid_t WaitForPidFile(const std::string& path) {
+  pid_t pid = 0;
+  for (int i = 0; i < 1000 && pid == 0; ++i) {
+    std::ifstream(path) >> pid;
+    if (pid == 0) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return pid;
 }
 
 }  // namespace ww::testing

@@ -125,18 +125,8 @@ TEST(Actions, WebhookErrorsAreReportedNotThrown) {
   }
   // Nothing listens on a port that was just bound and released. (Not via httplib::Server, whose
   // destructor leaves its listening socket open: a port that accepts and never answers.)
-  int closed_port = 0;
-  {
-    const int fd = socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
-    socklen_t len = sizeof a;
-    getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-    closed_port = ntohs(a.sin_port);
-    close(fd);
-  }
+  const int closed_port = ww::testing::FreePort();
+  ASSERT_GT(closed_port, 0);
   ActionConfig down;
   down.webhook_url = "http://127.0.0.1:" + std::to_string(closed_port) + "/hook";
   down.webhook_timeout_s = 2;

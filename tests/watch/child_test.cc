@@ -30,15 +30,6 @@ int WaitExit(ChildProcess& c, double timeout_s = 20) {
   return -1;
 }
 
-pid_t WaitPidFile(const std::string& path) {
-  pid_t pid = 0;
-  for (int i = 0; i < 1000 && pid == 0; ++i) {
-    std::ifstream(path) >> pid;
-    if (pid == 0) std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  return pid;
-}
-
 TEST(Child, ExitCodesArePassedOn) {
   auto c = ChildProcess::Spawn({"sh", "-c", "exit 7"});
   ASSERT_TRUE(c.ok()) << c.status().message();
@@ -79,7 +70,7 @@ TEST(Child, SignalGroupReachesWhatTheJobStarted) {
   const std::string pid_file = dir / "sleep.pid";
   auto c = ChildProcess::Spawn({"sh", "-c", "sleep 60 & echo $! > " + pid_file + "; wait"});
   ASSERT_TRUE(c.ok());
-  const pid_t sleep_pid = WaitPidFile(pid_file);
+  const pid_t sleep_pid = ww::testing::WaitForPidFile(pid_file);
   ASSERT_GT(sleep_pid, 0);
   EXPECT_EQ(getpgid(sleep_pid), (*c)->pid()) << "the job's children share its group";
   (*c)->SignalGroup(SIGTERM);
@@ -98,7 +89,7 @@ TEST(Child, SignalToTheLeaderAloneLeavesItsChildren) {
   const std::string pid_file = dir / "sleep.pid";
   auto c = ChildProcess::Spawn({"sh", "-c", "sleep 60 & echo $! > " + pid_file + "; wait"});
   ASSERT_TRUE(c.ok());
-  const pid_t sleep_pid = WaitPidFile(pid_file);
+  const pid_t sleep_pid = ww::testing::WaitForPidFile(pid_file);
   ASSERT_GT(sleep_pid, 0);
   (*c)->Signal(SIGTERM);
   EXPECT_EQ(WaitExit(**c), 128 + SIGTERM);

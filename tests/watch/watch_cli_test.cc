@@ -41,18 +41,10 @@ std::vector<json> ReadEvents(const fs::path& p) {
   return v;
 }
 
+using ww::testing::FreePort;
 using ww::testing::LiveProcessesInGroup;
 using ww::testing::ProcessRunning;
-
-// The pid a job's shell writes to path (`echo $! > path`), waited for up to 10 s; 0 when none.
-pid_t PidFromFile(const std::string& path) {
-  pid_t pid = 0;
-  for (int i = 0; i < 500 && pid == 0; ++i) {
-    std::ifstream(path) >> pid;
-    if (pid == 0) std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return pid;
-}
+using ww::testing::WaitForPidFile;
 
 int CountEvents(const std::vector<json>& ev, const std::string& kind) {
   int n = 0;
@@ -251,15 +243,9 @@ TEST_F(WatchCliTest, RunWithAnUnreachablePeerDoesNotKillAJobThroughARankZeroChec
   getsockname(silent, reinterpret_cast<sockaddr*>(&a), &len);
   const std::string silent_addr = "127.0.0.1:" + std::to_string(ntohs(a.sin_port));
   // Bound and closed again: nothing listens, connections are refused.
-  const int gone = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in b{};
-  b.sin_family = AF_INET;
-  b.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(bind(gone, reinterpret_cast<sockaddr*>(&b), sizeof b), 0);
-  len = sizeof b;
-  getsockname(gone, reinterpret_cast<sockaddr*>(&b), &len);
-  close(gone);
-  const std::string refused_addr = "127.0.0.1:" + std::to_string(ntohs(b.sin_port));
+  const int gone_port = FreePort();
+  ASSERT_GT(gone_port, 0);
+  const std::string refused_addr = "127.0.0.1:" + std::to_string(gone_port);
 
   struct Case {
     std::string peer;
@@ -288,15 +274,9 @@ TEST_F(WatchCliTest, RunWithAnUnreachablePeerDoesNotKillAJobThroughARankZeroChec
 // reasons say it was confirmed without the peer.
 TEST_F(WatchCliTest, AHangIsConfirmedWithoutAPeerThatStaysUnreachable) {
   const std::string log = Log("hang-spin");
-  const int gone = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in b{};
-  b.sin_family = AF_INET;
-  b.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(bind(gone, reinterpret_cast<sockaddr*>(&b), sizeof b), 0);
-  socklen_t len = sizeof b;
-  getsockname(gone, reinterpret_cast<sockaddr*>(&b), &len);
-  close(gone);
-  const std::string peer = "127.0.0.1:" + std::to_string(ntohs(b.sin_port));
+  const int port = FreePort();  // nothing listens there
+  ASSERT_GT(port, 0);
+  const std::string peer = "127.0.0.1:" + std::to_string(port);
   const auto events = dir_ / "ev.jsonl";
   const int rc = Run({"run", "--source", "replay:" + log, "--speed", "50", "--listen", "none",
                       "--kill-grace-s", "2", "--events", events.string(), "--peer", peer,
@@ -384,7 +364,7 @@ TEST_F(WatchCliTest, RunForwardsSigtermToTheWholeProcessGroup) {
   const pid_t pid =
       Spawn({"run", "--source", "sim:healthy", "--speed", "1", "--listen", "none", "--", "sh", "-c",
              "sleep 101 & echo $! > " + p1 + "; sleep 102 & echo $! > " + p2 + "; wait"});
-  const pid_t s1 = PidFromFile(p1), s2 = PidFromFile(p2);
+  const pid_t s1 = WaitForPidFile(p1), s2 = WaitForPidFile(p2);
   ASSERT_GT(s1, 0);
   ASSERT_GT(s2, 0);
   kill(pid, SIGTERM);
@@ -405,7 +385,7 @@ TEST_F(WatchCliTest, RunEndsWhatTheJobLeftBehindWithinTheKillGrace) {
   const pid_t pid = Spawn({"run", "--source", "sim:healthy", "--speed", "1", "--listen", "none",
                            "--kill-grace-s", "1", "--events", (dir_ / "ev.jsonl").string(), "--",
                            "sh", "-c", "sleep 103 & echo $! > " + p1 + "; wait"});
-  const pid_t s1 = PidFromFile(p1);
+  const pid_t s1 = WaitForPidFile(p1);
   ASSERT_GT(s1, 0);
   const auto sent = std::chrono::steady_clock::now();
   kill(pid, SIGINT);
@@ -440,7 +420,7 @@ TEST_F(WatchCliTest, RunUnderSigintAndSigtermEndsGrandchildrenWithinTheGraceWith
                             "; wait";
     const pid_t pid = Spawn({"run", "--source", "sim:healthy", "--speed", "1", "--listen", "none",
                              "--kill-grace-s", "2", "--", "sh", "-c", job});
-    const pid_t g1 = PidFromFile(p1), g2 = PidFromFile(p2);
+    const pid_t g1 = WaitForPidFile(p1), g2 = WaitForPidFile(p2);
     ASSERT_GT(g1, 0);
     ASSERT_GT(g2, 0);
     // The second one has set its traps once it has become `sleep`.
@@ -501,7 +481,7 @@ TEST_F(WatchCliTest, KillingTheWatcherLeavesTheJobRunning) {
   const pid_t watcher =
       Spawn({"run", "--source", "sim:healthy", "--speed", "1", "--listen", "none", "--", "sh", "-c",
              "echo $$ > " + pidfile.string() + "; exec sleep 60"});
-  const pid_t job = PidFromFile(pidfile.string());
+  const pid_t job = WaitForPidFile(pidfile.string());
   ASSERT_GT(job, 0);
   kill(watcher, SIGKILL);
   Wait(watcher, 10);
@@ -515,15 +495,9 @@ TEST_F(WatchCliTest, KillingTheWatcherLeavesTheJobRunning) {
 // sleeps ran on), and a webhook nobody answers is named with its URL and the error in words
 // (before: "webhook failed: Connection").
 TEST_F(WatchCliTest, ATimedOutHookIsKilledWithItsChildrenAndAFailedWebhookNamesItsTarget) {
-  const int gone = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in b{};
-  b.sin_family = AF_INET;
-  b.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(bind(gone, reinterpret_cast<sockaddr*>(&b), sizeof b), 0);
-  socklen_t len = sizeof b;
-  getsockname(gone, reinterpret_cast<sockaddr*>(&b), &len);
-  close(gone);
-  const std::string url = "http://127.0.0.1:" + std::to_string(ntohs(b.sin_port)) + "/hook";
+  const int port = FreePort();  // nothing listens there
+  ASSERT_GT(port, 0);
+  const std::string url = "http://127.0.0.1:" + std::to_string(port) + "/hook";
   const std::string bg = (dir_ / "bg").string(), fg = (dir_ / "fg").string();
   const int rc =
       Run({"watch", "--source", "replay:" + Log("hang-spin"), "--speed", "50", "--listen", "none",
