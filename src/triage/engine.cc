@@ -36,6 +36,7 @@ struct TriageEngine::Gpu {
   bool lost = false;  // the latest classified sample was a lost GPU (reported once per loss)
   std::optional<bool> working;  // the latest sample's class was kBusy (for host moments)
   bool ever_in_job = false;     // counted in job_gpus_seen_
+  bool sampled = false;         // stats.first_ms is set (0 is a time: synthetic clocks start there)
   GpuStats stats;
   // Activity counters of samples added but not yet classified (the windows hold them a few
   // seconds), in time order; only kept while the GPU logs any.
@@ -108,7 +109,10 @@ TriageEngine::Gpu& TriageEngine::GetGpu(GpuKey key) {
 void TriageEngine::Add(const GpuSample& s) {
   Gpu& g = GetGpu(s.key);
   if (!g.windows.Add(s)) return;
-  if (g.stats.first_ms == 0 && g.stats.last_ms == 0) g.stats.first_ms = s.timestamp_ms;
+  if (!g.sampled) {
+    g.sampled = true;
+    g.stats.first_ms = s.timestamp_ms;
+  }
   g.stats.last_ms = s.timestamp_ms;
   SignalCounts& sig = g.stats.signals;
   if (s.power_w || s.power_instant_w) ++sig.power;

@@ -194,5 +194,24 @@ TEST_F(RealTraces, Ckpt1LongSpinOnSavingRankIsCheckpointNotHang) {
   EXPECT_GE(ShareIn(r, {{120, 660}}, GpuState::kCheckpoint), 0.6);
 }
 
+// A synthetic clock (dmon or a CSV without time) starts at 0 ms: a GPU's first sample at 0 is
+// its start, not "not sampled yet" (its span decides whether "no hang" can be said for it).
+TEST(EngineStats, AGpuFirstSampledAtTimeZeroSpansFromZero) {
+  triage::TriageEngine engine;
+  for (int64_t t = 0; t <= 40000; t += 1000) {
+    GpuSample s;
+    s.timestamp_ms = t;
+    s.power_w = 300;
+    s.power_limit_w = 700;
+    s.util_gpu_pct = 100;
+    engine.Add(s);
+  }
+  engine.Finish();
+  const auto stats = engine.gpu_stats();
+  ASSERT_EQ(stats.size(), 1u);
+  EXPECT_EQ(stats[0].first_ms, 0);
+  EXPECT_EQ(stats[0].last_ms, 40000);
+}
+
 }  // namespace
 }  // namespace ww
