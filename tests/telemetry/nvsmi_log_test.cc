@@ -65,6 +65,50 @@ TEST(NvsmiLogTest, HeaderWithUnitsAndLeadingSpaces) {
   EXPECT_EQ(r.gpus[0].name, kH100);
 }
 
+TEST(NvsmiLogTest, NumberFormsReadTheSameOnEveryPath) {
+  // Plain digits and a unit take the reader's fast path, everything else the general one: the
+  // forms at the border between them read as numbers would, or the row is malformed.
+  struct Case {
+    const char* field;
+    std::optional<double> want;  // nullopt: absent (missing or malformed)
+  };
+  const std::vector<Case> cases = {
+      {" 547.12 W", 547.12},
+      {"547.12W", 547.12},
+      {" 5. W", 5},
+      {" .5 W", 0.5},
+      {" 91 %\t", 91},
+      {" 70 W\r", 70},
+      {" 1e2 W", 100},
+      {" +7 W", std::nullopt},                      // from_chars takes no plus sign
+      {" 4999.99999999999 W", 4999.99999999999},    // 15 digits: the fast path
+      {" 4999.999999999999 W", 4999.999999999999},  // 16: from_chars
+      {" 0.000000000000001 W", 1e-15},
+      {" 70 W W", std::nullopt},
+      {" 70\t W", std::nullopt},
+      {" 7.0.1 W", std::nullopt},
+      {" [N/A]", std::nullopt},
+      {" N/A", std::nullopt},
+      {" -", std::nullopt},
+      {" .", std::nullopt},
+      {" W", std::nullopt},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.field);
+    TempDir dir;
+    std::string log = "timestamp, index, power.draw [W], utilization.gpu [%]\n";
+    for (int t = 0; t < 3; ++t) log += fmt::format("{}, 0, {}, 50 %\n", Ts(t * 100), c.field);
+    ReadAll r = ReadReplay({dir.Write("node0.csv", log)});
+    ASSERT_TRUE(r.status.ok()) << r.status.message();
+    ASSERT_EQ(r.samples.size(), 3u);
+    if (c.want) {
+      EXPECT_THAT(r.samples[0].power_w, Optional(*c.want));
+    } else {
+      EXPECT_FALSE(r.samples[0].power_w.has_value());
+    }
+  }
+}
+
 TEST(NvsmiLogTest, NoUnits) {
   // --format=csv,nounits: bare numbers in both header and rows.
   TempDir dir;

@@ -158,9 +158,9 @@ Column MapDmonName(std::string_view raw) {
 
 enum class Parse { kOk, kMissing, kBad, kImplausible };
 
-// Parses a numeric reading: "547.12 W", "547.12", "91 %", "-5", "[N/A]", "-". One pass over the
-// common case (this runs for every field of every row).
-Parse ParseNumber(std::string_view s, double* out) {
+// Parses a numeric reading: "547.12 W", "547.12", "91 %", "-5", "1e3", "[N/A]", "-". Every case
+// but plain digits with a unit, which ParseNumber reads itself before it falls back to this.
+Parse ParseNumberGeneral(std::string_view s, double* out) {
   const char* p = s.data();
   const char* e = p + s.size();
   while (p < e && (*p == ' ' || *p == '\t')) ++p;
@@ -172,37 +172,7 @@ Parse ParseNumber(std::string_view s, double* out) {
   auto is_unit_char = [](char c) {
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '%';
   };
-  // Fast path: digits with an optional fraction, then an optional unit; exact up to 15 digits.
-  uint64_t mant = 0;
-  int digits = 0, frac_digits = 0;
-  bool dot = false;
-  const char* q = p;
-  for (; q < e; ++q) {
-    const char c = *q;
-    if (c >= '0' && c <= '9') {
-      mant = mant * 10 + static_cast<uint64_t>(c - '0');
-      ++digits;
-      if (dot) ++frac_digits;
-    } else if (c == '.' && !dot) {
-      dot = true;
-    } else {
-      break;
-    }
-  }
-  if (digits > 0 && digits <= 15) {
-    const char* r = q;
-    while (r < e && *r == ' ') ++r;
-    while (r < e && is_unit_char(*r)) ++r;
-    if (r == e) {
-      static constexpr double kPow10[] = {1,   1e1, 1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
-                                          1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15};
-      // mant and 10^k are exact, so the quotient is the correctly rounded value (from_chars').
-      *out = frac_digits == 0 ? static_cast<double>(mant)
-                              : static_cast<double>(mant) / kPow10[frac_digits];
-      return Parse::kOk;
-    }
-  }
-  // General path: strip a trailing unit, then from_chars (signs, exponents, long numbers).
+  // Strip a trailing unit, then from_chars (signs, exponents, long numbers).
   const char* end = e;
   while (end > p && is_unit_char(end[-1])) --end;
   while (end > p && end[-1] == ' ') --end;
@@ -213,6 +183,39 @@ Parse ParseNumber(std::string_view s, double* out) {
   if (ec != std::errc() || ptr != end) return Parse::kBad;
   if (!std::isfinite(v)) return Parse::kImplausible;
   *out = v;
+  return Parse::kOk;
+}
+
+// A numeric reading. What nearly every field holds (blanks, up to 15 digits with at most one '.',
+// blanks, a unit, blanks) is read in one forward pass, exact up to 15 digits; anything else goes
+// to ParseNumberGeneral (this runs for every field of every row).
+Parse ParseNumber(std::string_view s, double* out) {
+  const char* p = s.data();
+  const char* const e = p + s.size();
+  while (p < e && (*p == ' ' || *p == '\t')) ++p;
+  uint64_t mant = 0;
+  const char* q = p;
+  while (q < e && static_cast<unsigned>(*q - '0') < 10)
+    mant = mant * 10 + static_cast<unsigned>(*q++ - '0');
+  ptrdiff_t digits = q - p;
+  ptrdiff_t frac_digits = 0;
+  if (q < e && *q == '.') {
+    const char* const f = ++q;
+    while (q < e && static_cast<unsigned>(*q - '0') < 10)
+      mant = mant * 10 + static_cast<unsigned>(*q++ - '0');
+    frac_digits = q - f;
+    digits += frac_digits;
+  }
+  if (digits == 0 || digits > 15) return ParseNumberGeneral(s, out);
+  while (q < e && *q == ' ') ++q;
+  while (q < e && ((*q >= 'a' && *q <= 'z') || (*q >= 'A' && *q <= 'Z') || *q == '%')) ++q;
+  while (q < e && (*q == ' ' || *q == '\t' || *q == '\r')) ++q;
+  if (q != e) return ParseNumberGeneral(s, out);
+  static constexpr double kPow10[] = {1,   1e1, 1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
+                                      1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15};
+  // mant and 10^k are exact, so the quotient is the correctly rounded value (from_chars').
+  *out = frac_digits == 0 ? static_cast<double>(mant)
+                          : static_cast<double>(mant) / kPow10[frac_digits];
   return Parse::kOk;
 }
 
@@ -299,7 +302,12 @@ class Warnings {
 
 // `[GPU is lost]`: the driver lost the GPU (Xid 79, fell off the bus). Other bracketed values
 // (`[N/A]`, `[Not Supported]`, `[Unknown Error]`) leave only that field absent.
-bool IsGpuLost(std::string_view field) { return Trim(field) == "[GPU is lost]"; }
+bool IsGpuLost(std::string_view field) {
+  // Most fields are checked: a field that does not start with '[' (after blanks) is not it.
+  size_t i = 0;
+  while (i < field.size() && (field[i] == ' ' || field[i] == '\t')) ++i;
+  return i < field.size() && field[i] == '[' && Trim(field) == "[GPU is lost]";
+}
 
 struct Row {
   int64_t line = 0;
