@@ -85,6 +85,12 @@ TriageEngine::Gpu* TriageEngine::FindGpu(GpuKey key) const {
   return it == gpus_.end() ? nullptr : it->second.get();
 }
 
+void TriageEngine::RenewSlot(size_t view) {
+  inexact_slots_ -= slots_[view].exact ? 0 : 1;
+  slots_[view] = MakeCountSlot(views_[view], options_);
+  inexact_slots_ += slots_[view].exact ? 0 : 1;
+}
+
 TriageEngine::Gpu& TriageEngine::GetGpu(GpuKey key) {
   if (Gpu* found = FindGpu(key)) return *found;
   auto name_it = names_.find(key);
@@ -95,6 +101,8 @@ TriageEngine::Gpu& TriageEngine::GetGpu(GpuKey key) {
   g->view = views_.size();
   views_.push_back(GpuView{});
   views_.back().key = key;
+  slots_.emplace_back();  // not classified yet: never active, exact
+  RenewSlot(slots_.size() - 1);
   Gpu* raw = g.get();
   gpus_.emplace(key, std::move(g));
   if (key.host < kSlotLimit && key.gpu < kSlotLimit) {
@@ -131,6 +139,8 @@ void TriageEngine::Add(const GpuSample& s) {
   last_ms_ = std::max(last_ms_, s.timestamp_ms);
   // Other GPUs' staleness is judged by their spacing as of now, so it is kept current.
   views_[g.view].interval_s = g.windows.interval_s();
+  CacheStaleLimit(&views_[g.view], options_);
+  RenewSlot(g.view);
   SampleFeatures f;
   while (g.windows.NextReady(&f)) Classify(g, f);
 }
@@ -145,6 +155,7 @@ void TriageEngine::Classify(Gpu& g, const SampleFeatures& f) {
   }
   last_classified_ms_ = std::max(last_classified_ms_, now_ms);
   ApplySample(f, &views_[g.view]);
+  RenewSlot(g.view);
   if (f.lost && !g.lost) {
     TriageEvent e;
     e.kind = TriageEvent::Kind::kGpuLost;
@@ -167,13 +178,16 @@ void TriageEngine::Classify(Gpu& g, const SampleFeatures& f) {
     ++job_gpus_seen_;
   }
   const bool single = one_gpu();
-  const JobMode mode = ClassifyJob(CountJob(views_, now_ms, options_, single));
+  const JobMode mode =
+      ClassifyJob(inexact_slots_ == 0 ? CountSlots(slots_, now_ms, single)
+                                      : CountJob(views_, now_ms, options_, single));
   if (job_end_.Update(mode, now_ms)) {
     // The job is over; a relaunch starts afresh.
     trained_ = false;
     trained_s_ = 0;
-    for (GpuView& v : views_) {
-      if (v.cls == LocalClass::kGone) v.in_job = false;
+    for (size_t i = 0; i < views_.size(); ++i) {
+      if (views_[i].cls == LocalClass::kGone) views_[i].in_job = false;
+      RenewSlot(i);
     }
   }
   if (f.cls == LocalClass::kBusy && !f.starved && f.proc != ProcState::kContext) {

@@ -29,6 +29,7 @@
 #include "triage/classifier.h"
 #include "triage/episodes.h"
 #include "triage/host_clock.h"
+#include "triage/job_eval.h"
 #include "triage/options.h"
 #include "triage/stragglers.h"
 
@@ -148,6 +149,7 @@ class TriageEngine {
   struct Record;
 
   Gpu& GetGpu(GpuKey key);
+  void RenewSlot(size_t view);
   Gpu* FindGpu(GpuKey key) const;  // nullptr when never sampled
   // Job-level evaluation after one more classified sample of g.
   void Classify(Gpu& g, const SampleFeatures& f);
@@ -170,6 +172,10 @@ class TriageEngine {
   static constexpr uint16_t kSlotLimit = 1024;
   std::vector<std::vector<Gpu*>> by_slot_;
   std::vector<GpuView> views_;  // every GPU's job view, in order of first sample (the hot loop)
+  // slots_[i]: views_[i]'s part in the job's counts, renewed whenever views_[i] changes (counting
+  // them is the per-sample loop over every GPU; reading whole views there showed at 10^7 samples).
+  std::vector<CountSlot> slots_;
+  size_t inexact_slots_ = 0;  // slots_ that CountSlots cannot count (CountJob does, then)
   std::map<GpuKey, std::string> names_;
   std::deque<Record> records_;  // classified, waiting while a hang candidate may relabel them
   HangTracker hang_;

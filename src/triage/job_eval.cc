@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <numeric>
 
@@ -34,37 +35,92 @@ void ApplySample(const SampleFeatures& f, GpuView* v) {
   }
 }
 
+namespace {
+
+double StaleLimitS(const GpuView& v, const TriageOptions& options) {
+  return std::max(options.stale_s, options.stale_intervals * v.interval_s);
+}
+
+bool WithinStaleLimit(int64_t age_ms, double stale_s) {
+  return static_cast<double>(age_ms) / 1000.0 <= stale_s;
+}
+
+}  // namespace
+
 bool IsActiveInJob(const GpuView& v, int64_t now_ms, const TriageOptions& options) {
   if (!v.classified || !v.in_job) return false;
-  const double stale_s = std::max(options.stale_s, options.stale_intervals * v.interval_s);
-  return static_cast<double>(now_ms - v.cur_ms) / 1000.0 <= stale_s;
+  const double stale_s = StaleLimitS(v, options);
+  if (stale_s == v.cached_stale_s) return now_ms - v.cur_ms <= v.cached_stale_ms;
+  return WithinStaleLimit(now_ms - v.cur_ms, stale_s);
 }
+
+void CacheStaleLimit(GpuView* v, const TriageOptions& options) {
+  const double stale_s = StaleLimitS(*v, options);
+  if (stale_s == v->cached_stale_s) return;
+  v->cached_stale_s = std::numeric_limits<double>::quiet_NaN();
+  if (!(stale_s >= 0 && stale_s < 1e9)) return;  // (a limit of 30 years: seconds it is)
+  // The largest age that WithinStaleLimit accepts: it is monotonic in the age, so an age is
+  // within the limit exactly when it is at most this one.
+  auto ms = static_cast<int64_t>(stale_s * 1000);
+  while (WithinStaleLimit(ms + 1, stale_s)) ++ms;
+  while (!WithinStaleLimit(ms, stale_s)) --ms;
+  v->cached_stale_s = stale_s;
+  v->cached_stale_ms = ms;
+}
+
+namespace {
+
+// Which count an active GPU adds to. A spin that is not sustained (kBlip) counts as busy, and so
+// does every spin of a one-GPU job (FromBuckets).
+enum Bucket : uint8_t { kGoneB, kSpinB, kBlipB, kStarvedB, kBusyB, kPartialB, kLowB, kNumBuckets };
+using BucketCounts = std::array<int, kNumBuckets>;
+
+Bucket BucketOf(const GpuView& v) {
+  if (v.cls == LocalClass::kGone) return kGoneB;
+  if (v.cls == LocalClass::kSpin) return v.sustained_spin ? kSpinB : kBlipB;
+  if (v.starved) return kStarvedB;
+  if (v.cls == LocalClass::kBusy) return kBusyB;
+  if (v.cls == LocalClass::kPartial) return kPartialB;
+  return kLowB;
+}
+
+JobCounts FromBuckets(const BucketCounts& n, bool one_gpu) {
+  JobCounts c;
+  for (int k : n) c.active += k;
+  c.gone = n[kGoneB];
+  c.spin = one_gpu ? 0 : n[kSpinB];
+  c.busy = n[kBusyB] + n[kBlipB] + (one_gpu ? n[kSpinB] : 0);
+  c.starved = n[kStarvedB];
+  c.partial = n[kPartialB];
+  c.low = n[kLowB];
+  return c;
+}
+
+}  // namespace
 
 JobCounts CountJob(std::span<const GpuView> views, int64_t now_ms, const TriageOptions& options,
                    bool one_gpu) {
-  JobCounts c;
+  BucketCounts n{};
   for (const GpuView& v : views) {
-    if (!IsActiveInJob(v, now_ms, options)) continue;
-    ++c.active;
-    if (v.cls == LocalClass::kGone) {
-      ++c.gone;
-    } else if (v.cls == LocalClass::kSpin) {
-      if (!v.sustained_spin || one_gpu) {
-        ++c.busy;
-      } else {
-        ++c.spin;
-      }
-    } else if (v.starved) {
-      ++c.starved;
-    } else if (v.cls == LocalClass::kBusy) {
-      ++c.busy;
-    } else if (v.cls == LocalClass::kPartial) {
-      ++c.partial;
-    } else {
-      ++c.low;
-    }
+    if (IsActiveInJob(v, now_ms, options)) ++n[BucketOf(v)];
   }
-  return c;
+  return FromBuckets(n, one_gpu);
+}
+
+CountSlot MakeCountSlot(const GpuView& v, const TriageOptions& options) {
+  CountSlot slot;
+  if (!v.classified || !v.in_job) return slot;  // never active
+  slot.bucket = BucketOf(v);
+  // IsActiveInJob compares the age with the cached limit exactly when it is the current one.
+  slot.exact = StaleLimitS(v, options) == v.cached_stale_s;
+  if (slot.exact) slot.active_until_ms = v.cur_ms + v.cached_stale_ms;
+  return slot;
+}
+
+JobCounts CountSlots(std::span<const CountSlot> slots, int64_t now_ms, bool one_gpu) {
+  BucketCounts n{};
+  for (const CountSlot& s : slots) n[s.bucket] += now_ms <= s.active_until_ms ? 1 : 0;
+  return FromBuckets(n, one_gpu);
 }
 
 bool LiveRanksHoldMemory(std::span<const GpuView> views, int64_t now_ms,

@@ -25,6 +25,10 @@ struct GpuView {
   bool in_job = false;      // this GPU held the job's process (reset when the job ends)
   int64_t cur_ms = 0;       // time of the latest classified sample
   double interval_s = 0;    // the GPU's current sample spacing (the stale limit scales with it)
+  // IsActiveInJob's stale limit in whole ms, for the limit in seconds it was worked out from
+  // (CacheStaleLimit; NaN: none, the limit is then compared in seconds). Same answers either way.
+  double cached_stale_s = std::numeric_limits<double>::quiet_NaN();
+  int64_t cached_stale_ms = 0;
   LocalClass cls = LocalClass::kGone;
   ProcState proc = ProcState::kUnknown;
   bool starved = false;
@@ -43,12 +47,28 @@ void ApplySample(const SampleFeatures& f, GpuView* view);
 // The GPU counts in job decisions at now_ms: classified, in the job, and not silent for longer
 // than stale_s (or stale_intervals of its own spacing, whichever is longer).
 bool IsActiveInJob(const GpuView& v, int64_t now_ms, const TriageOptions& options);
+// Works out v's stale limit in ms for its current interval_s, so IsActiveInJob compares integers
+// (the job's counts look at every GPU for each sample). Call after interval_s changes.
+void CacheStaleLimit(GpuView* v, const TriageOptions& options);
 
 // The job's counts at now_ms over the active GPUs. A spin that is not sustained counts as busy:
 // a wait shorter than min_spin_s is an ordinary collective, not ranks stuck waiting. one_gpu: the
 // job is a single GPU (no peer to wait on), so every spin counts as busy: small kernels.
 JobCounts CountJob(std::span<const GpuView> views, int64_t now_ms, const TriageOptions& options,
                    bool one_gpu = false);
+
+// One GPU's part in CountJob worked out ahead (the engine keeps one per GPU, renewed whenever its
+// view changes, and counts them for each sample without reading the views): which count it adds
+// to, and until when it is active (the lowest time for a GPU that is not in the job). A slot is
+// exact when its GPU's stale limit is cached (CacheStaleLimit); CountSlots over exact slots
+// gives CountJob's answer.
+struct CountSlot {
+  int64_t active_until_ms = std::numeric_limits<int64_t>::min();
+  uint8_t bucket = 0;  // internal to job_eval.cc
+  bool exact = true;
+};
+CountSlot MakeCountSlot(const GpuView& v, const TriageOptions& options);
+JobCounts CountSlots(std::span<const CountSlot> slots, int64_t now_ms, bool one_gpu = false);
 
 // Every live active GPU of the job shows its memory held (memory.used logged, a model loaded):
 // the only evidence that quiet ranks keep their model rather than having gone. False without a

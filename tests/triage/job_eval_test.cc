@@ -6,6 +6,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -83,6 +84,33 @@ TEST(JobEvalTest, IsActiveInJob) {
   };
   for (const ActiveRow& r : rows) {
     EXPECT_EQ(IsActiveInJob(r.v, kNow, kO), r.want) << r.why;
+  }
+}
+
+TEST(JobEvalTest, CachedStaleLimitGivesTheSameAnswersAtEveryAge) {
+  // The engine caches the limit in whole ms (CacheStaleLimit); the answers must be those of the
+  // limit in seconds, at the edge above all: spacings whose stale limit is no whole ms (3 x 0.7 s
+  // = 2.0999999999999996 s) or rounds in the division by 1000 (3 x 0.1 s).
+  TriageOptions options;
+  options.stale_s = 0.05;  // below 3 intervals, so the spacing sets the limit
+  for (double interval_s : {0.1, 0.7, 1.0 / 3, 0.123456789, 2.0, 15.0, 29.97}) {
+    GpuView plain = Spacing(interval_s, V(0, L::kBusy));
+    GpuView cached = plain;
+    CacheStaleLimit(&cached, options);
+    ASSERT_FALSE(std::isnan(cached.cached_stale_s)) << interval_s;
+    const auto limit_ms = static_cast<int64_t>(options.stale_intervals * interval_s * 1000);
+    for (int64_t age = limit_ms - 3; age <= limit_ms + 3; ++age) {
+      plain.cur_ms = cached.cur_ms = kNow - age;
+      EXPECT_EQ(IsActiveInJob(cached, kNow, options), IsActiveInJob(plain, kNow, options))
+          << "interval " << interval_s << " s, silent " << age << " ms";
+    }
+    // A sample later than now (another GPU's clock ahead) counts, as before.
+    cached.cur_ms = kNow + 500;
+    EXPECT_TRUE(IsActiveInJob(cached, kNow, options));
+    // The spacing changed without a new cache: the answer is worked out in seconds again.
+    cached.interval_s = interval_s * 10;
+    cached.cur_ms = kNow - limit_ms - 100;
+    EXPECT_TRUE(IsActiveInJob(cached, kNow, options)) << interval_s;
   }
 }
 
