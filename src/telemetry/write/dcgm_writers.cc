@@ -93,14 +93,27 @@ class DcgmiDmonWriter final : public SampleWriter {
 
 enum class Value { kInt, kFloat };
 
+// Readings a series holds that are not one optional<double> member of the sample.
+std::optional<double> FbFree(const GpuSample& s) {
+  if (!s.mem_used_mib || !s.mem_total_mib) return std::nullopt;
+  return std::max(0.0, *s.mem_total_mib - *s.mem_used_mib);
+}
+// The NVML clock event reasons bitmask as DCGM field 112 (an int64) carries it: a throttled
+// straggler says so in a scrape as in an nvidia-smi log.
+std::optional<double> ClockEventReasons(const GpuSample& s) {
+  if (!s.clock_event_reasons) return std::nullopt;
+  return static_cast<double>(*s.clock_event_reasons);
+}
+
 // dcgm-exporter's counters (etc/default-counters.csv, and the PROF ratios and byte rates of
 // dcp-metrics-included.csv) in the order it prints them, with its HELP texts; a series is
 // written only for readings the sample has. FB_FREE is derived (total - used).
 struct MetricDef {
   const char* name;
   const char* help;
-  std::optional<double> GpuSample::*member;  // nullptr: FB_FREE
+  std::optional<double> GpuSample::*member;  // nullptr: `derive` reads it
   Value kind;
+  std::optional<double> (*derive)(const GpuSample&) = nullptr;
 };
 const MetricDef kMetrics[] = {
     {"DCGM_FI_DEV_SM_CLOCK", "SM clock frequency (in MHz).", &GpuSample::sm_clock_mhz, Value::kInt},
@@ -111,9 +124,11 @@ const MetricDef kMetrics[] = {
     {"DCGM_FI_DEV_GPU_UTIL", "GPU utilization (in %).", &GpuSample::util_gpu_pct, Value::kInt},
     {"DCGM_FI_DEV_MEM_COPY_UTIL", "Memory utilization (in %).", &GpuSample::util_mem_pct,
      Value::kInt},
-    {"DCGM_FI_DEV_FB_FREE", "Framebuffer memory free (in MiB).", nullptr, Value::kInt},
+    {"DCGM_FI_DEV_FB_FREE", "Framebuffer memory free (in MiB).", nullptr, Value::kInt, FbFree},
     {"DCGM_FI_DEV_FB_USED", "Framebuffer memory used (in MiB).", &GpuSample::mem_used_mib,
      Value::kInt},
+    {"DCGM_FI_DEV_CLOCKS_EVENT_REASONS", "Current clock event reasons.", nullptr, Value::kInt,
+     ClockEventReasons},
     {"DCGM_FI_PROF_GR_ENGINE_ACTIVE", "Ratio of time the graphics engine is active.",
      &GpuSample::gr_engine_active_ratio, Value::kFloat},
     {"DCGM_FI_PROF_SM_ACTIVE", "The ratio of cycles an SM has at least 1 warp assigned.",
@@ -137,10 +152,7 @@ const MetricDef kMetrics[] = {
 constexpr size_t kNumMetrics = sizeof(kMetrics) / sizeof(kMetrics[0]);
 
 std::optional<double> MetricValue(size_t i, const GpuSample& s) {
-  if (kMetrics[i].member == nullptr) {  // FB_FREE
-    if (!s.mem_used_mib || !s.mem_total_mib) return std::nullopt;
-    return std::max(0.0, *s.mem_total_mib - *s.mem_used_mib);
-  }
+  if (kMetrics[i].member == nullptr) return kMetrics[i].derive(s);
   return s.*kMetrics[i].member;
 }
 
