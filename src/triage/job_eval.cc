@@ -112,7 +112,9 @@ CountSlot MakeCountSlot(const GpuView& v, const TriageOptions& options) {
   if (!v.classified || !v.in_job) return slot;  // never active
   slot.bucket = BucketOf(v);
   // IsActiveInJob compares the age with the cached limit exactly when it is the current one.
-  slot.exact = StaleLimitS(v, options) == v.cached_stale_s;
+  // (A time so late that adding the limit would overflow is counted from the view instead.)
+  slot.exact = StaleLimitS(v, options) == v.cached_stale_s &&
+               v.cur_ms <= std::numeric_limits<int64_t>::max() - v.cached_stale_ms;
   if (slot.exact) slot.active_until_ms = v.cur_ms + v.cached_stale_ms;
   return slot;
 }
