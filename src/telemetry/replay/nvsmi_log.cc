@@ -158,6 +158,9 @@ Column MapDmonName(std::string_view raw) {
 
 enum class Parse { kOk, kMissing, kBad, kImplausible };
 
+// A unit after a reading: "W", "MiB", "MHz", "%".
+bool IsUnitChar(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '%'; }
+
 // Parses a numeric reading: "547.12 W", "547.12", "91 %", "-5", "1e3", "[N/A]", "-". Every case
 // but plain digits with a unit, which ParseNumber reads itself before it falls back to this.
 Parse ParseNumberGeneral(std::string_view s, double* out) {
@@ -169,12 +172,9 @@ Parse ParseNumberGeneral(std::string_view s, double* out) {
   if ((e - p == 1 && *p == '-') || (e - p == 3 && std::string_view(p, 3) == "N/A")) {
     return Parse::kMissing;
   }
-  auto is_unit_char = [](char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '%';
-  };
   // Strip a trailing unit, then from_chars (signs, exponents, long numbers).
   const char* end = e;
-  while (end > p && is_unit_char(end[-1])) --end;
+  while (end > p && IsUnitChar(end[-1])) --end;
   while (end > p && end[-1] == ' ') --end;
   if (end == p) return Parse::kBad;
   double v = 0;
@@ -208,7 +208,7 @@ Parse ParseNumber(std::string_view s, double* out) {
   }
   if (digits == 0 || digits > 15) return ParseNumberGeneral(s, out);
   while (q < e && *q == ' ') ++q;
-  while (q < e && ((*q >= 'a' && *q <= 'z') || (*q >= 'A' && *q <= 'Z') || *q == '%')) ++q;
+  while (q < e && IsUnitChar(*q)) ++q;
   while (q < e && (*q == ' ' || *q == '\t' || *q == '\r')) ++q;
   if (q != e) return ParseNumberGeneral(s, out);
   static constexpr double kPow10[] = {1,   1e1, 1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
@@ -302,12 +302,8 @@ class Warnings {
 
 // `[GPU is lost]`: the driver lost the GPU (Xid 79, fell off the bus). Other bracketed values
 // (`[N/A]`, `[Not Supported]`, `[Unknown Error]`) leave only that field absent.
-bool IsGpuLost(std::string_view field) {
-  // Most fields are checked: a field that does not start with '[' (after blanks) is not it.
-  size_t i = 0;
-  while (i < field.size() && (field[i] == ' ' || field[i] == '\t')) ++i;
-  return i < field.size() && field[i] == '[' && Trim(field) == "[GPU is lost]";
-}
+constexpr std::string_view kGpuIsLost = "[GPU is lost]";
+bool IsGpuLost(std::string_view field) { return Trim(field) == kGpuIsLost; }
 
 struct Row {
   int64_t line = 0;
@@ -617,13 +613,15 @@ class NvsmiLogSource final : public TelemetrySource {
             break;
           }
           case Col::kUuid:
-          case Col::kBusId:
-            if (IsGpuLost(f)) {
+          case Col::kBusId: {
+            const std::string_view v = Trim(f);  // once: this runs for every row
+            if (v == kGpuIsLost) {
               row.sample.gpu_lost = true;
             } else if (id_view.empty()) {
-              id_view = Trim(f);
+              id_view = v;
             }
             break;
+          }
           case Col::kPstate: {
             std::string_view v = Trim(f);
             if (v.size() >= 2 && (v[0] == 'P' || v[0] == 'p')) {
