@@ -21,6 +21,15 @@ constexpr double kFloorToTopPrior = 7.0;
 constexpr double kCommLevelFrac = 0.33;
 constexpr double kSpinBelowCommFrac = 0.05;
 constexpr uint64_t kSpinMinReadings = 8;
+// Readings before the observed range counts (the lowest of them is the floor), and how many of
+// the first readings each recompute the calibration.
+constexpr uint64_t kMinObserved = 4;
+constexpr uint64_t kEveryReading = 64;
+// Without a limit or a model: readings all taken at >= kPeggedUtilPct utilization whose top is
+// less than kPlacedSpread times their floor leave the floor unseen (see placed()). Spin sits at
+// 20-35 % of a board's limit and compute at 70-90 %, so a log holding both spreads 2-4x.
+constexpr double kPeggedUtilPct = 50;
+constexpr double kPlacedSpread = 2.0;
 constexpr double kSpinMinShare = 0.02;
 
 size_t Bin(double w) {
@@ -56,6 +65,7 @@ void PowerCalibration::Add(double power_w, std::optional<double> util_pct,
   }
   ++all_hist_[Bin(power_w)];
   ++all_count_;
+  if (!util_pct || *util_pct < kPeggedUtilPct) ++unpegged_count_;
   if (util_pct && *util_pct >= 90) {
     ++busy_hist_[Bin(power_w)];
     ++busy_count_;
@@ -67,7 +77,10 @@ void PowerCalibration::Add(double power_w, std::optional<double> util_pct,
     }
   }
   // Cheap enough to redo every few hundred readings; early on, often, so priors give way fast.
-  const uint64_t every = all_count_ < 256 ? 32 : (all_count_ < 4096 ? 256 : 4096);
+  // The first kEveryReading readings each recompute: at 15-30 s sampling they are the first
+  // minutes of the log, and a hang there must be seen against the board's range, not the prior.
+  const uint64_t every =
+      all_count_ < kEveryReading ? 1 : (all_count_ < 256 ? 32 : (all_count_ < 4096 ? 256 : 4096));
   if (++since_recompute_ >= every) Recompute();
 }
 
@@ -84,7 +97,7 @@ double PowerCalibration::Percentile(const std::vector<uint32_t>& hist, uint64_t 
 
 void PowerCalibration::Recompute() {
   since_recompute_ = 0;
-  const bool have_obs = all_count_ >= 16;
+  const bool have_obs = all_count_ >= kMinObserved;
   const double obs_floor = have_obs ? Percentile(all_hist_, all_count_, 0.01) : 0;
   const double obs_top = have_obs ? Percentile(all_hist_, all_count_, 0.995) : 0;
 
@@ -118,6 +131,8 @@ void PowerCalibration::Recompute() {
     floor_w_ = prior_floor < 1e8 ? prior_floor : 0;
   }
   if (top_w_ <= floor_w_ + 1) top_w_ = floor_w_ + std::max(1.0, floor_w_ * kFloorToTopPrior);
+  placed_ = !(top_from_observation_ && have_obs && unpegged_count_ == 0 &&
+              obs_top < kPlacedSpread * obs_floor);
 
   // Compute level: the top of the readings taken at >= 90 % utilization (spinning collectives
   // read 100 % too, at low power, so only a high percentile is compute).

@@ -41,6 +41,13 @@ class PowerCalibration {
   // level to the communication level; nullopt while no spin level is learned.
   std::optional<double> SpinThresholdFrac(double comm_level_frac) const;
 
+  // False when power cannot be placed in the board's range: no power.limit, no known model, and
+  // every reading so far pegged (utilization >= 50 %) within a narrow band. A log that starts
+  // mid-training and a log that holds only a hang then look alike (flat power at full
+  // utilization: an H100 computing at 550 W, or a larger board spinning there), so power tells
+  // nothing until an idle or a clearly lower reading shows where the floor is.
+  bool placed() const { return placed_; }
+
   // Power as a fraction of [floor, top].
   double Normalize(double power_w) const {
     const double range = top_w_ - floor_w_;
@@ -68,6 +75,8 @@ class PowerCalibration {
   std::vector<uint32_t> busy_hist_;  // readings with util >= 90 %
   uint64_t all_count_ = 0;
   uint64_t busy_count_ = 0;
+  uint64_t unpegged_count_ = 0;  // readings without utilization, or below kPeggedUtilPct
+  bool placed_ = true;
   uint64_t since_recompute_ = 0;
   double floor_w_ = 0;
   double top_w_ = 0;

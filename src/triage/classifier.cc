@@ -68,7 +68,7 @@ JobMode ClassifyJob(const JobCounts& c) {
   const int alive = c.active - c.gone;
   if (alive == 0) return JobMode::kNoJob;
   if (c.spin > 0) {
-    if (c.spin + c.gone == c.active) return JobMode::kHangCandidate;
+    if (c.spin + c.gone + c.blind == c.active) return JobMode::kHangCandidate;
     if (c.busy + c.partial + c.starved > 0) return JobMode::kStragglerWait;
     return JobMode::kCheckpointWait;  // the rest are alive without kernels
   }

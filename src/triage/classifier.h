@@ -120,6 +120,9 @@ struct JobCounts {
   int low = 0;   // alive, no kernels
   int gone = 0;  // exited after having worked in this job
   int starved = 0;
+  // Busy by utilization alone (no power, no activity counters): computing or spinning, unknown.
+  // Such ranks neither block a checkpoint wait nor make one: the job's mode comes from the rest.
+  int blind = 0;
 };
 
 JobMode ClassifyJob(const JobCounts& c);

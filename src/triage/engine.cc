@@ -6,6 +6,9 @@
 #include <cmath>
 #include <limits>
 
+#include "core/format.h"
+#include "core/timefmt.h"
+
 namespace ww::triage {
 namespace {
 
@@ -25,6 +28,7 @@ struct TriageEngine::Record {
   // Quiet holding memory while every rank was: `idle` unless training resumes after it.
   bool quiet_held = false;
   ActivityReading activity;  // the sample's DCGM activity counters (stragglers at coarse sampling)
+  bool power_split = true;   // compute_share came from the sample's power (not a default)
 };
 
 struct TriageEngine::Gpu {
@@ -123,7 +127,7 @@ void TriageEngine::Add(const GpuSample& s) {
   }
   g.stats.last_ms = s.timestamp_ms;
   SignalCounts& sig = g.stats.signals;
-  if (s.power_w || s.power_instant_w) ++sig.power;
+  if (s.power_w || s.power_instant_w) ++(g.windows.power_placed() ? sig.power : sig.power_unplaced);
   if (s.util_gpu_pct) ++sig.utilization;
   if (s.mem_used_mib) ++sig.memory;
   if (s.util_mem_pct) ++sig.memory_utilization;
@@ -210,6 +214,7 @@ void TriageEngine::Classify(Gpu& g, const SampleFeatures& f) {
         ctx.one_gpu_spinning = true;
       }
     }
+    if (ctx.one_gpu_spinning && options_.world_size == 0) one_gpu_spin_s_ += f.dt_s;
   }
   OnHangUpdate(hang_.Update(mode, views_, now_ms, ctx), now_ms);
   // Nothing saves during a hang (a wait that outlasted any checkpoint is one).
@@ -248,7 +253,8 @@ void TriageEngine::Classify(Gpu& g, const SampleFeatures& f) {
     activity = pending.front().second;
     pending.pop_front();
   }
-  records_.push_back({now_ms, key, state, f.dt_s, share, quiet_held, activity});
+  records_.push_back(
+      {now_ms, key, state, f.dt_s, share, quiet_held, activity, !std::isnan(f.power_w)});
   ++g.stats.samples;
   Emit(false);
 }
@@ -320,6 +326,7 @@ void TriageEngine::OnGap(int64_t gap_start_ms, int64_t now_ms) {
 
 std::vector<std::string> TriageEngine::notes() const {
   std::vector<std::string> out = hang_.notes();
+  out.insert(out.end(), end_notes_.begin(), end_notes_.end());
   const std::vector<std::string>& hosts = hang_.host_names();
   auto host = [&](uint16_t h) { return h < hosts.size() ? hosts[h] : fmt::format("host{}", h); };
   for (const HostSkew& k : host_skews()) {
@@ -365,7 +372,7 @@ void TriageEngine::Account(const Record& r) {
     st.seconds[static_cast<size_t>(GpuState::kCompute)] += r.compute_share * r.dt_s;
     st.seconds[static_cast<size_t>(GpuState::kCommunication)] += (1 - r.compute_share) * r.dt_s;
     stragglers_.AddTraining(r.key, r.t_ms, r.compute_share * r.dt_s, (1 - r.compute_share) * r.dt_s,
-                            r.activity);
+                            r.activity, r.power_split);
   } else {
     st.seconds[static_cast<size_t>(r.state)] += r.dt_s;
   }
@@ -385,6 +392,30 @@ void TriageEngine::Emit(bool all) {
   }
 }
 
+void TriageEngine::NoteOneGpuSpin() {
+  if (!one_gpu() || one_gpu_spin_s_ < options_.unresolved_quiet_note_s) return;
+  end_notes_.push_back(fmt::format(
+      "the GPU read >= 90 % utilization at low power for {} in all: compute for a job of one GPU "
+      "(small kernels), as labelled; if it is one rank of a larger job, those were waits in "
+      "collectives (a hang or a peer's checkpoint): pass --world-size N",
+      FormatDuration(one_gpu_spin_s_)));
+}
+
+void TriageEngine::NoteUnresolvedQuiet() {
+  const std::optional<int64_t> since = quiet_.since_ms();
+  if (!since || hang_.active()) return;
+  const double quiet_s = static_cast<double>(last_ms_ - *since) / 1000.0;
+  if (quiet_s < options_.unresolved_quiet_note_s) return;
+  // Idle by the rule (nothing shows training resumed), but an operator reading a live incident
+  // needs to hear that the ranks still held their model all along.
+  end_notes_.push_back(fmt::format(
+      "the log ends after {} of every rank quiet holding its memory (from {}), unresolved: a "
+      "save still writing, or a stall off the GPU (a data loader deadlock, a filesystem that "
+      "stopped answering) not yet past --max-checkpoint-s ({:.0f} s); labelled idle: look at the "
+      "processes (py-spy dump) if the job is still running",
+      FormatDuration(quiet_s), FormatIsoMs(*since), options_.max_checkpoint_s));
+}
+
 void TriageEngine::Finish() {
   // Classify what is left in global time order, so the job view stays consistent at the end.
   for (;;) {
@@ -401,6 +432,8 @@ void TriageEngine::Finish() {
     Classify(*next, next->windows.ClassifyNextAtEnd());
   }
   OnHangUpdate(hang_.End(last_ms_, true), last_ms_);
+  NoteUnresolvedQuiet();
+  NoteOneGpuSpin();
   OnQuietUpdate(quiet_.End());
   checkpoints_.Finish();
   Emit(true);

@@ -44,7 +44,10 @@ struct LabeledSample {
 // How many of a GPU's samples carried each signal the classification reads (the evidence its
 // states rest on; see evidence.h).
 struct SignalCounts {
-  int64_t power = 0;               // power.draw (or .instant)
+  int64_t power = 0;  // power.draw (or .instant), placed in the board's range
+  // power.draw logged but not placed in the board's range (no power.limit, no known model, never
+  // seen idle or spread out: PowerCalibration::placed), so not used
+  int64_t power_unplaced = 0;
   int64_t utilization = 0;         // utilization.gpu
   int64_t memory = 0;              // memory.used
   int64_t memory_utilization = 0;  // utilization.memory
@@ -163,6 +166,11 @@ class TriageEngine {
   void AddEvent(const TriageEvent& e);
   // No GPU sampled from gap_start_ms to now_ms: open episodes end at the gap's start.
   void OnGap(int64_t gap_start_ms, int64_t now_ms);
+  // At the end of input: a note when every rank was still quiet holding memory for long.
+  void NoteUnresolvedQuiet();
+  // At the end of input: a note when a one-GPU log spent long pegged at low power (without
+  // --world-size it is compute; one rank of a larger job would have been waiting).
+  void NoteOneGpuSpin();
 
   TriageOptions options_;
   TriageObserver* observer_;
@@ -185,6 +193,8 @@ class TriageEngine {
   int job_gpus_seen_ = 0;  // GPUs that held the job's process at some time
   StragglerTracker stragglers_;
   std::vector<TriageEvent> events_;
+  std::vector<std::string> end_notes_;  // said at the end of input (NoteUnresolvedQuiet)
+  double one_gpu_spin_s_ = 0;           // a one-GPU job's sustained low-power pegged seconds
   std::vector<std::vector<WorkTransition>> transitions_;  // by host, for host_skews()
   size_t transitions_total_ = 0;
   int64_t last_classified_ms_ = INT64_MIN;  // latest sample time any GPU was classified at

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "core/timefmt.h"
+
 namespace ww::triage {
 namespace {
 
@@ -117,6 +119,16 @@ HangUpdate HangTracker::Update(JobMode mode, std::span<const GpuView> views, int
   // debounce.
   if (mode == JobMode::kNoJob ||
       now_ms - candidate_->broken_since_ms >= ToMs(options_.debounce_s)) {
+    if (candidate_->confirmed && candidate_->kind == HangKind::kSpin && mode == JobMode::kWorking) {
+      // Hindsight (offline, or a live watcher that did not kill): the collective completed.
+      const double lasted_s =
+          static_cast<double>(candidate_->broken_since_ms - candidate_->start_ms) / 1000.0;
+      candidate_->episode.reasons.push_back(fmt::format(
+          "the ranks went back to computing after {:.0f} s: the collective completed, so a rank "
+          "was late rather than deadlocked (a save or a stall on a rank the logs do not show, a "
+          "network stall); the GPU time was lost all the same",
+          lasted_s));
+    }
     return End(candidate_->broken_since_ms, false);
   }
   return out;
@@ -148,6 +160,20 @@ bool HangTracker::Confirm(int64_t now_ms, std::span<const GpuView> views,
   auto reasons = HangReasons(
       c.evidence, e.gpus.size(), gone, e.culprits, spin_s, options_.thresholds, host_names_, lost,
       c.kind, c.kind == HangKind::kSpin ? std::numeric_limits<size_t>::max() : spinning);
+  if (options_.world_size > 0 && static_cast<size_t>(options_.world_size) > e.gpus.size() &&
+      c.kind == HangKind::kSpin && e.culprits.empty()) {
+    // One node's log of a larger job: the rank everyone waits on may be one the logs lack.
+    const size_t others = static_cast<size_t>(options_.world_size) - e.gpus.size();
+    for (std::string& r : reasons) {
+      if (r.starts_with("all ranks entered the wait together")) {
+        r = fmt::format(
+            "the {} ranks in the logs entered the wait together; the job's other {} rank{} "
+            "{} not in them: one still working there (rank 0 saving a checkpoint, say) reads the "
+            "same until it ends (triage every node's log together to tell)",
+            e.gpus.size(), others, others == 1 ? "" : "s", others == 1 ? "is" : "are");
+      }
+    }
+  }
   e.reasons.insert(e.reasons.end(), reasons.begin(), reasons.end());
   e.reasons.insert(e.reasons.end(), extra_reasons.begin(), extra_reasons.end());
   return true;
@@ -176,7 +202,7 @@ HangUpdate HangTracker::End(int64_t end_ms, bool ongoing) {
       notes_.push_back(fmt::format(
           "the log ends during {:.0f} s of spin with nobody working (from {}): too short to "
           "confirm a hang ({:.0f} s needed)",
-          s, candidate_->start_ms, options_.hang_confirm_s));
+          s, FormatIsoMs(candidate_->start_ms), options_.hang_confirm_s));
     }
   }
   candidate_.reset();

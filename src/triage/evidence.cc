@@ -28,8 +28,11 @@ GpuEvidence DescribeEvidence(const SignalCounts& s, int64_t samples, const Triag
   if (memory) e.signals.push_back("memory");
   if (used(s.memory_utilization)) e.signals.push_back("memory_utilization");
   if (activity) e.signals.push_back("activity");
+  // Power logged in most samples, but never placed in the board's range: what is missing is
+  // the limit (or the model's name) that would place it.
+  const bool unplaced = !power && used(s.power + s.power_unplaced);
   if (!memory) e.missing.push_back("memory.used");
-  if (!power) e.missing.push_back("power.draw");
+  if (!power) e.missing.push_back(unplaced ? "power.limit" : "power.draw");
   if (!util) e.missing.push_back("utilization.gpu");
   // Only the states that still get samples matter; a GPU lost for its whole log tells nothing.
   if (static_cast<double>(s.lost) >= static_cast<double>(samples)) return e;
@@ -38,9 +41,13 @@ GpuEvidence DescribeEvidence(const SignalCounts& s, int64_t samples, const Triag
     // A spinning collective reads 100 % utilization; only its low power gives it away.
     e.cannot_tell_apart.push_back(
         {{GpuState::kCompute, GpuState::kCommunication, GpuState::kCheckpoint, GpuState::kHang},
-         "no power reading (power.draw) nor activity counters: a rank spinning in a collective "
-         "(a hang, peers waiting on a checkpoint) reads 100 % utilization like compute, so hangs "
-         "cannot be told from compute",
+         unplaced
+             ? "power.draw never read idle or spread out, and no power.limit or GPU name logged: "
+               "flat power at full utilization is compute on one board and a spinning collective "
+               "on a larger one, so hangs cannot be told from compute (log power.limit or name)"
+             : "no power reading (power.draw) nor activity counters: a rank spinning in a "
+               "collective (a hang, peers waiting on a checkpoint) reads 100 % utilization like "
+               "compute, so hangs cannot be told from compute",
          true});
   }
   if (!util && power) {
@@ -68,6 +75,15 @@ std::string Consequence(const std::string& field, bool activity) {
   if (field == "memory.used") {
     return "no memory.used: idle and checkpoint told apart by power only (quiet ranks are a "
            "checkpoint only while peers wait on them; a process exit is not seen)";
+  }
+  if (field == "power.limit") {
+    return activity ? "power.draw not placed in the board's range (no idle reading, no "
+                      "power.limit or GPU name logged): spin and compute told apart by activity "
+                      "counters"
+                    : "power.draw not placed in the board's range (no idle reading, no "
+                      "power.limit or GPU name logged): spin and compute not told apart (no "
+                      "hang, checkpoint wait or communication can be seen; log power.limit or "
+                      "name)";
   }
   if (field == "power.draw") {
     return activity ? "no power.draw: spin and compute told apart by activity counters"
@@ -102,7 +118,7 @@ std::vector<std::string> HostEvidenceLines(const std::vector<GpuKey>& keys,
         host < host_names.size() ? host_names[host] : fmt::format("host{}", host);
     std::string line = name + ":";
     bool first = true;
-    for (const char* f : {"memory.used", "power.draw", "utilization.gpu"}) {
+    for (const char* f : {"memory.used", "power.draw", "power.limit", "utilization.gpu"}) {
       auto it = fields.find(f);
       if (it == fields.end()) continue;
       std::string which;

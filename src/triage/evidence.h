@@ -29,7 +29,9 @@ struct GpuEvidence {
   std::vector<std::string> signals;
   std::vector<Indistinct> cannot_tell_apart;
   // The fields a verdict would have used but the log lacks, by their nvidia-smi names
-  // (memory.used, power.draw, utilization.gpu), in that order.
+  // (memory.used, power.draw, utilization.gpu), in that order; power.limit in place of
+  // power.draw when power was logged but never placed in the board's range (no idle reading, no
+  // power.limit or known model: PowerCalibration::placed).
   std::vector<std::string> missing;
   // True when `state` is in one of the sets: its seconds are a guess.
   bool Undetermined(GpuState state) const;

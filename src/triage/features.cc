@@ -36,8 +36,12 @@ bool GpuWindows::Add(const GpuSample& s) {
   }
   last_in_ms_ = s.timestamp_ms;
 
-  const std::optional<double> power = s.power_w ? s.power_w : s.power_instant_w;
+  std::optional<double> power = s.power_w ? s.power_w : s.power_instant_w;
   if (power) cal_.Add(*power, s.util_gpu_pct, s.power_limit_w);
+  // Power that cannot be placed in the board's range is no evidence (PowerCalibration::placed):
+  // the sample is classified as if power were not logged, and the evidence says why.
+  power_placed_ = !power || cal_.placed();
+  if (!power_placed_) power.reset();
   if (s.mem_used_mib) peak_mem_mib_ = std::max(peak_mem_mib_, *s.mem_used_mib);
 
   Pending p;
@@ -58,6 +62,7 @@ bool GpuWindows::Add(const GpuSample& s) {
   in.dram_activity = s.dram_bw_util_ratio;
   p.cls = ClassifyLocal(in, options_.thresholds);
   p.lost = s.gpu_lost;
+  p.blind = !power && !s.sm_activity_ratio && !s.tensor_activity_ratio && !s.dram_bw_util_ratio;
   if (p.lost) {
     // Whatever fields survived, a lost GPU runs nothing: its rank is gone for the job.
     p.cls = LocalClass::kGone;
@@ -181,6 +186,7 @@ SampleFeatures GpuWindows::Classify(size_t index) {
               : LocalClass::kPartial;
   }
   f.cls = cls;
+  f.blind = p.blind && cls == LocalClass::kBusy;
   f.starved = IsStarved(w_, cls, p.proc, options_.thresholds);
   // Is this spin part of a sustained wait? The window reaches into the future, so a wait is known
   // for what it is from its first sample, not a second later.

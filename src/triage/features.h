@@ -33,6 +33,9 @@ struct SampleFeatures {
   bool starved = false;                // bursts and gaps in the window: input can't keep up
   bool sustained_spin = false;         // a spin lasting min_spin_s, not an ordinary collective
   bool lost = false;                   // the driver reported the GPU lost (cls is kGone)
+  // Busy by utilization alone (no power, no activity counters on this sample): it may as well be
+  // a rank spinning in a collective, so the job does not count it as computing.
+  bool blind = false;
   // For a kBusy sample with power: its compute share (ComputeShare between the communication and
   // the compute level); 1 otherwise. Used when the job-level state is compute.
   double compute_share = 1;
@@ -60,6 +63,9 @@ class GpuWindows {
   // says nothing about how the rest of the period split between compute and collectives.
   std::optional<std::string> comm_share_unknown_reason() const;
   const PowerCalibration& calibration() const { return cal_; }
+  // False when the latest sample added logged power that could not be placed in the board's
+  // range (PowerCalibration::placed), so it was classified without it.
+  bool power_placed() const { return power_placed_; }
   // Samples held (pending and history): bounded by the window, for tests.
   size_t held_samples() const { return win_.size(); }
 
@@ -77,6 +83,7 @@ class GpuWindows {
     bool transition;            // a debounced busy<->low change completes at this sample
     int64_t spin_run_start_ms;  // for a spin sample: when its run of spin samples began
     bool lost;                  // the GPU was reported lost: no process can run on it
+    bool blind;                 // no power nor activity counters: a spin would read as busy
   };
 
   int64_t HalfWindowMs() const;
@@ -85,6 +92,7 @@ class GpuWindows {
   TriageOptions options_;
   int64_t smoothing_half_ms_;
   PowerCalibration cal_;
+  bool power_placed_ = true;
   double peak_mem_mib_ = 0;
   // A queue indexed from its front, on one vector: std::deque's operator[] divides by its block
   // size (5 of these per block), and Classify indexes the window a dozen times per sample.

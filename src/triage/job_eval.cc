@@ -28,6 +28,7 @@ void ApplySample(const SampleFeatures& f, GpuView* v) {
   v->last_power_frac = f.power_frac;
   v->last_util_mem_pct = f.util_mem_pct;
   v->lost = f.lost;
+  v->blind = f.blind;
   // Without a memory reading, any sign of kernels means the job runs here.
   if (f.proc == ProcState::kLoaded ||
       (f.proc == ProcState::kUnknown && f.cls != LocalClass::kGone && f.cls != LocalClass::kLow)) {
@@ -72,14 +73,24 @@ namespace {
 
 // Which count an active GPU adds to. A spin that is not sustained (kBlip) counts as busy, and so
 // does every spin of a one-GPU job (FromBuckets).
-enum Bucket : uint8_t { kGoneB, kSpinB, kBlipB, kStarvedB, kBusyB, kPartialB, kLowB, kNumBuckets };
+enum Bucket : uint8_t {
+  kGoneB,
+  kSpinB,
+  kBlipB,
+  kStarvedB,
+  kBusyB,
+  kBlindB,
+  kPartialB,
+  kLowB,
+  kNumBuckets
+};
 using BucketCounts = std::array<int, kNumBuckets>;
 
 Bucket BucketOf(const GpuView& v) {
   if (v.cls == LocalClass::kGone) return kGoneB;
   if (v.cls == LocalClass::kSpin) return v.sustained_spin ? kSpinB : kBlipB;
   if (v.starved) return kStarvedB;
-  if (v.cls == LocalClass::kBusy) return kBusyB;
+  if (v.cls == LocalClass::kBusy) return v.blind ? kBlindB : kBusyB;
   if (v.cls == LocalClass::kPartial) return kPartialB;
   return kLowB;
 }
@@ -89,7 +100,8 @@ JobCounts FromBuckets(const BucketCounts& n, bool one_gpu) {
   for (int k : n) c.active += k;
   c.gone = n[kGoneB];
   c.spin = one_gpu ? 0 : n[kSpinB];
-  c.busy = n[kBusyB] + n[kBlipB] + (one_gpu ? n[kSpinB] : 0);
+  c.busy = n[kBusyB] + n[kBlipB] + (one_gpu ? n[kSpinB] + n[kBlindB] : 0);
+  c.blind = one_gpu ? 0 : n[kBlindB];
   c.starved = n[kStarvedB];
   c.partial = n[kPartialB];
   c.low = n[kLowB];

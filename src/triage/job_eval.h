@@ -38,7 +38,8 @@ struct GpuView {
   double last_power_w = std::numeric_limits<double>::quiet_NaN();
   double last_power_frac = std::numeric_limits<double>::quiet_NaN();
   std::optional<double> last_util_mem_pct;
-  bool lost = false;  // the latest sample said the driver lost the GPU (cls is then kGone)
+  bool lost = false;   // the latest sample said the driver lost the GPU (cls is then kGone)
+  bool blind = false;  // busy by utilization alone (SampleFeatures::blind)
 };
 
 // The view after one more classified sample of its GPU.

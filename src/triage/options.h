@@ -58,6 +58,10 @@ struct TriageOptions {
   // A spin still unconfirmed when the input ends gets a note for the user from this long on;
   // shorter ones are ordinary waits not worth a line.
   double unconfirmed_spin_note_s = 5;
+  // A log that ends in this long of every rank quiet holding memory (after training) gets a note:
+  // idle by the rule, but a stall or a save still in progress to an operator. A minute: longer
+  // than the gaps between steps and the saves of small models, shorter than a stuck job's wait.
+  double unresolved_quiet_note_s = 60;
   // A signal (power, utilization, memory, ...) counts as logged for a GPU when at least this share
   // of its samples carry it; below, the states it separates are reported as not told apart.
   double evidence_min_signal_share = 0.5;

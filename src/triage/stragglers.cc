@@ -300,8 +300,9 @@ RankTiming& StragglerTracker::At(GpuKey key, int64_t t_ms) {
 }
 
 void StragglerTracker::AddTraining(GpuKey key, int64_t t_ms, double compute_s, double wait_s,
-                                   const ActivityReading& a) {
+                                   const ActivityReading& a, bool power_split) {
   const double dt_s = compute_s + wait_s;
+  if (dt_s <= options_.max_sample_s && !power_split) return;
   RankTiming& r = At(key, t_ms);
   if (dt_s <= options_.max_sample_s) {
     r.compute_s += compute_s;

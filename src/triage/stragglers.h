@@ -136,9 +136,11 @@ class StragglerTracker {
   explicit StragglerTracker(const StragglerOptions& options = {}) : options_(options) {}
   // Seconds of training of one labelled sample at t_ms: compute_s + wait_s = the sample's dt
   // (the power split, used at max_sample_s or finer); `activity`: the sample's counters, used
-  // for coarser samples.
+  // for coarser samples. power_split: the split comes from the sample's power; a finer sample
+  // without it (power.draw not logged, or [N/A] on this GPU) times nothing: a rank is never
+  // named slower for a signal it lacks.
   void AddTraining(GpuKey key, int64_t t_ms, double compute_s, double wait_s,
-                   const ActivityReading& activity = {});
+                   const ActivityReading& activity = {}, bool power_split = true);
   // A raw sample's clock-event reasons, counted while the GPU trains (busy).
   void AddClockReasons(GpuKey key, int64_t t_ms, std::optional<uint64_t> reasons, bool busy);
   std::vector<RankTiming> timings() const;

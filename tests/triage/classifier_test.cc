@@ -240,6 +240,31 @@ TEST(ClassifierTest, ClassifyJob) {
   }
 }
 
+TEST(ClassifierTest, ClassifyJobWithRanksBusyByUtilizationAlone) {
+  // A rank whose power reads [N/A] (no activity counters) is busy by utilization alone: it may
+  // be spinning with its peers. It neither blocks their checkpoint wait nor makes the job work.
+  using M = JobMode;
+  auto with_blind = [](JobCounts c, int blind) {
+    c.active += blind;
+    c.blind = blind;
+    return c;
+  };
+  const std::vector<JobRow> rows = {
+      {with_blind(Counts(7, 6, 0, 0, 1, 0), 1), M::kCheckpointWait,
+       "rank 0 saves, 6 peers spin, the seventh has no power: still a checkpoint wait"},
+      {with_blind(Counts(7, 7, 0, 0, 0, 0), 1), M::kHangCandidate,
+       "7 spin and the eighth cannot be told: nobody is seen making progress"},
+      {with_blind(Counts(7, 6, 1, 0, 0, 0), 1), M::kStragglerWait,
+       "a rank seen computing still makes it a straggler wait"},
+      {with_blind(Counts(0, 0, 0, 0, 0, 0), 8), M::kWorking,
+       "no GPU has power: busy by utilization, as before (the evidence says hangs are hidden)"},
+      {with_blind(Counts(4, 0, 4, 0, 0, 0), 4), M::kWorking, "no spin: working"},
+  };
+  for (const JobRow& r : rows) {
+    EXPECT_EQ(ClassifyJob(r.c), r.want) << r.why;
+  }
+}
+
 // ---- DecideState: the label of one sample ----
 
 struct StateRow {
@@ -368,6 +393,46 @@ TEST(CalibrationTest, UnknownModelCalibratesFromObservedRange) {
   // The spins sit low in the range, the compute readings high.
   EXPECT_LT(c.Normalize(150), kT.spin_power_frac);
   EXPECT_GT(c.Normalize(585), 0.9);
+}
+
+TEST(CalibrationTest, FewReadingsCalibrateAtOnce) {
+  // At 30 s sampling 16 readings are 8 minutes: the observed range counts from the 4th reading
+  // and every early reading recomputes, so a hang in the first minutes is judged against it.
+  PowerCalibration c("");
+  for (double w : {70.0, 71.0, 550.0, 560.0}) c.Add(w, w > 100 ? 95 : 0, std::nullopt);
+  EXPECT_NEAR(c.floor_w(), 71, 2);
+  EXPECT_GT(c.top_w(), 500);
+  EXPECT_TRUE(c.placed());
+  EXPECT_LT(c.Normalize(150), 0.25) << "a 150 W spin sits low in the range";
+}
+
+TEST(CalibrationTest, PeggedNarrowReadingsWithoutLimitOrModelAreNotPlaced) {
+  // A log started mid-training (no idle reading, no power.limit, no name): the lowest reading
+  // is not the floor. 550 W at 95 % is compute on an H100 and could be a spin on a larger
+  // board, so power is not placed until something shows the floor.
+  PowerCalibration c("");
+  for (int i = 0; i < 300; ++i) c.Add(530 + (i % 60), 95, std::nullopt);
+  EXPECT_FALSE(c.placed()) << c.source();
+  // An idle reading places it (the floor is seen).
+  PowerCalibration idle_seen("");
+  idle_seen.Add(70, 0, std::nullopt);
+  for (int i = 0; i < 300; ++i) idle_seen.Add(530 + (i % 60), 95, std::nullopt);
+  EXPECT_TRUE(idle_seen.placed());
+  // So does a spread: a rank-0 save's spins at 150 W next to compute at 550 W.
+  PowerCalibration spread("");
+  for (int i = 0; i < 300; ++i) spread.Add(i % 3 == 0 ? 150 : 550, 100, std::nullopt);
+  EXPECT_TRUE(spread.placed());
+  // A logged limit or a known model always places power.
+  PowerCalibration limit("");
+  for (int i = 0; i < 300; ++i) limit.Add(550, 95, 700);
+  EXPECT_TRUE(limit.placed());
+  PowerCalibration named("NVIDIA H100 80GB HBM3");
+  for (int i = 0; i < 300; ++i) named.Add(550, 95, std::nullopt);
+  EXPECT_TRUE(named.placed());
+  // Without utilization nothing says the readings were pegged: placed as before.
+  PowerCalibration power_only("");
+  for (int i = 0; i < 300; ++i) power_only.Add(550, std::nullopt, std::nullopt);
+  EXPECT_TRUE(power_only.placed());
 }
 
 TEST(CalibrationTest, LogWithoutComputeDoesNotMakeSpinLookLikeFullPower) {

@@ -19,7 +19,25 @@ SignalCounts EvCounts(int64_t power, int64_t util, int64_t memory, int64_t activ
   return c;
 }
 
+SignalCounts Unplaced(int64_t power_unplaced, int64_t util, int64_t memory) {
+  SignalCounts c = EvCounts(0, util, memory);
+  c.power_unplaced = power_unplaced;
+  return c;
+}
+
 bool EvHas(const GpuEvidence& e, GpuState s) { return e.Undetermined(s); }
+
+TEST(EvidenceTable, UnplacedPowerAsksForTheLimit) {
+  const GpuEvidence e = DescribeEvidence(Unplaced(100, 100, 100), 100, TriageOptions{});
+  EXPECT_EQ(e.missing, std::vector<std::string>{"power.limit"});
+  ASSERT_FALSE(e.cannot_tell_apart.empty());
+  EXPECT_NE(e.cannot_tell_apart[0].why.find("no power.limit or GPU name"), std::string::npos)
+      << e.cannot_tell_apart[0].why;
+  const auto lines = HostEvidenceLines({{0, 0}}, {e}, {"node0"});
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_NE(lines[0].find("power.draw not placed in the board's range"), std::string::npos)
+      << lines[0];
+}
 
 TEST(EvidenceTable, WhatEachLogCanShow) {
   const TriageOptions o;
@@ -46,6 +64,8 @@ TEST(EvidenceTable, WhatEachLogCanShow) {
       {"power in 10 %", EvCounts(10, 100, 100), {"utilization", "memory"}, false, false},
       // Without memory, idle and checkpoint blur, but a hang is still visible.
       {"no memory.used", EvCounts(100, 100, 0), {"power", "utilization"}, true, true},
+      // Power logged but never placed in the board's range (no idle, no limit, no name).
+      {"power not placed", Unplaced(100, 100, 100), {"utilization", "memory"}, false, false},
   };
   for (const Row& r : rows) {
     SCOPED_TRACE(r.log);

@@ -1,6 +1,7 @@
 // The classifier on real nvidia-smi logs (../shared/traces/real, read in place): 8x H100 DDP
 // training where rank 0 saves checkpoints while ranks 1-7 spin in NCCL at 100 % utilization, and
 // 4x A100 inference. Intervals below are SOURCES.md's, in seconds from the first row.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -50,6 +51,21 @@ std::string WithoutMemoryColumn(const std::string& file, const ::ww::testing::Te
     out += line.substr(0, line.rfind(',')) + "\n";
   }
   return dir.Write(file, out);
+}
+
+// A derived copy of a real 8-GPU trace (no index column: a GPU is its row's place in the tick)
+// that keeps every `every`-th tick (every 300th of 100 ms ticks: 30 s sampling), optionally
+// without rank 0's rows, in a temp dir.
+std::string Resampled(const std::string& file, int every, bool drop_rank0,
+                      const ::ww::testing::TempDir& dir) {
+  const auto lines = ::ww::testing::Lines(::ww::testing::ReadFile(kDir + file));
+  std::string out = lines.at(0) + "\n";
+  for (size_t i = 1; i < lines.size(); ++i) {
+    const size_t tick = (i - 1) / 8, rank = (i - 1) % 8;
+    if (tick % static_cast<size_t>(every) != 0 || (drop_rank0 && rank == 0)) continue;
+    out += lines[i] + "\n";
+  }
+  return dir.Write(fmt::format("every{}{}_{}", every, drop_rank0 ? "_no_rank0" : "", file), out);
 }
 
 // Share of samples (all GPUs) inside the intervals that carry `want`.
@@ -192,6 +208,113 @@ TEST_F(RealTraces, Ckpt1LongSpinOnSavingRankIsCheckpointNotHang) {
   TraceResult r = TriageFile("grantwilkins_training_profile_ckpt1.csv");
   EXPECT_TRUE(r.hangs.empty());
   EXPECT_GE(ShareIn(r, {{120, 660}}, GpuState::kCheckpoint), 0.6);
+}
+
+TEST_F(RealTraces, ThirtySecondSamplingSeesTheRankZeroSaveAndAHang) {
+  // Logged every 30 s, without a name or a power.limit column: before, fewer than 16 readings
+  // per GPU left power uncalibrated for 8 minutes, so ranks 1-7 spinning at ~150 W read as
+  // compute (71 % compute, no checkpoint; a real hang not found).
+  ::ww::testing::TempDir tmp;
+  const std::string f = "grantwilkins_training_profile_ckpt1.csv";
+  const std::string coarse = Resampled(f, 300, false, tmp);
+  TraceResult r = TriageFile(std::filesystem::path(coarse).filename(), tmp.path() + "/");
+  EXPECT_TRUE(r.hangs.empty()) << "rank 0 saves while the others wait: not a hang";
+  std::map<std::string, int> by;
+  EXPECT_GE(ShareIn(r, {{180, 640}}, GpuState::kCheckpoint, &by), 0.6)
+      << "compute " << by["compute"] << ", communication " << by["communication"] << ", idle "
+      << by["idle"];
+
+  // Without rank 0 the seven others spin for minutes with nobody saving or computing in the
+  // logs: a hang, found at 30 s sampling within 30 s + 2 intervals of where it is at 100 ms.
+  const std::string fine = Resampled(f, 1, true, tmp);
+  const std::string coarse7 = Resampled(f, 300, true, tmp);
+  TraceResult rf = TriageFile(std::filesystem::path(fine).filename(), tmp.path() + "/");
+  TraceResult rc = TriageFile(std::filesystem::path(coarse7).filename(), tmp.path() + "/");
+  ASSERT_FALSE(rf.hangs.empty());
+  ASSERT_FALSE(rc.hangs.empty()) << "the hang is missed at 30 s";
+  EXPECT_EQ(rc.hangs[0].gpus.size(), 7u);
+  EXPECT_LE(rc.hangs[0].detected_at_ms, rf.hangs[0].start_ms + 30'000 + 2 * 30'000);
+}
+
+TEST_F(RealTraces, AGpuWithoutPowerNeitherHidesTheCheckpointsNorIsAStraggler) {
+  // One GPU's power.draw reads [N/A] all along (a driver that stopped reporting it): the other
+  // ranks' checkpoint waits stay checkpoints, and the GPU is not named a straggler for computing
+  // "all the time" (a default, not a measurement). Before: 0 checkpoints, GPU5 2.67x slower.
+  ::ww::testing::TempDir tmp;
+  const std::string f = "grantwilkins_training_profile_ckpt100.csv";
+  const auto lines = ::ww::testing::Lines(::ww::testing::ReadFile(kDir + f));
+  std::string out = lines.at(0) + "\n";
+  for (size_t i = 1; i < lines.size(); ++i) {
+    std::string line = lines[i];
+    if ((i - 1) % 8 == 5) {
+      // timestamp, power.draw [W], utilization.gpu [%], memory.used [MiB]
+      const size_t a = line.find(','), b = line.find(',', a + 1);
+      if (a != std::string::npos && b != std::string::npos)
+        line.replace(a + 1, b - a - 1, " [N/A]");
+    }
+    out += line + "\n";
+  }
+  tmp.Write("na_gpu5.csv", out);
+  const auto run =
+      ::ww::testing::RunWattwatch("triage --json " + tmp.path() + "/na_gpu5.csv", false);
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  const auto j = nlohmann::json::parse(run.output);
+  EXPECT_TRUE(j["stragglers"].empty()) << j["stragglers"].dump();
+  EXPECT_TRUE(j["hang_episodes"].empty());
+  EXPECT_GE(j["checkpoints"].size(), 8u) << "the nine rank-0 saves";
+  // The [N/A] readings are a documented skip, counted.
+  bool counted = false;
+  for (const auto& w : j["warnings"]) {
+    counted =
+        counted || w.get<std::string>().find("power.draw [W]: not available") != std::string::npos;
+  }
+  EXPECT_TRUE(counted) << j["warnings"].dump();
+}
+
+TEST_F(RealTraces, OneRankCutFromTheJobSaysToPassTheWorldSize) {
+  // GPU3 of ckpt1 alone: 9 minutes pegged at ~150 W while rank 0 saved. As a job of one GPU that
+  // is compute (small kernels look the same), but the summary says what it would be as one rank.
+  ::ww::testing::TempDir tmp;
+  const auto lines = ::ww::testing::Lines(
+      ::ww::testing::ReadFile(kDir + "grantwilkins_training_profile_ckpt1.csv"));
+  std::string out = lines.at(0) + "\n";
+  for (size_t i = 1; i < lines.size(); ++i) {
+    if ((i - 1) % 8 == 3) out += lines[i] + "\n";
+  }
+  tmp.Write("gpu3.csv", out);
+  const auto run = ::ww::testing::RunWattwatch("triage " + tmp.path() + "/gpu3.csv", false);
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_NE(run.output.find("No hang."), std::string::npos) << run.output;
+  EXPECT_NE(run.output.find("pass --world-size N"), std::string::npos) << run.output;
+  // Told it is one rank of eight, it is not a job of one GPU: no such note.
+  const auto ranked =
+      ::ww::testing::RunWattwatch("triage --world-size 8 " + tmp.path() + "/gpu3.csv", false);
+  EXPECT_EQ(ranked.output.find("pass --world-size N"), std::string::npos) << ranked.output;
+}
+
+TEST_F(RealTraces, MidTrainingStartWithoutLimitOrNameIsNotAHang) {
+  // A logger started after launch (no idle reading) that logs neither power.limit nor the
+  // name: the lowest reading (~530 W, compute) is no floor. Before, power was scaled against a
+  // made-up 3.7 kW top and steady compute read as a spinning 8-GPU hang.
+  ::ww::testing::TempDir tmp;
+  const std::string f = "grantwilkins_training_profile_ckpt1000.csv";
+  const auto lines = ::ww::testing::Lines(::ww::testing::ReadFile(kDir + f));
+  std::string out = lines.at(0) + "\n";
+  // Ticks from 150 s to 340 s (training, before the first save at ~349 s), utilization pegged.
+  for (size_t i = 1 + 8 * 1500; i < lines.size() && i < 1 + 8 * 3400; ++i) {
+    std::string line = lines[i];
+    const size_t a = line.find(','), b = line.find(',', a + 1), c = line.find(',', b + 1);
+    if (c != std::string::npos) line.replace(b + 1, c - b - 1, " 100 %");
+    out += line + "\n";
+  }
+  tmp.Write("midtrain.csv", out);
+  const auto run = ::ww::testing::RunWattwatch(
+      "triage --json --fail-on-hang " + tmp.path() + "/midtrain.csv", false);
+  EXPECT_EQ(run.exit_code, 0) << run.output.substr(0, 2000);
+  const auto j = nlohmann::json::parse(run.output);
+  EXPECT_TRUE(j["hang_episodes"].empty());
+  const auto& ev = j["hosts"][0]["gpus"][0]["evidence"];
+  EXPECT_NE(ev["missing"].dump().find("power.limit"), std::string::npos) << ev.dump();
 }
 
 // A synthetic clock (dmon or a CSV without time) starts at 0 ms: a GPU's first sample at 0 is

@@ -59,6 +59,19 @@ TEST(StragglersTest, Table) {
   }
 }
 
+TEST(StragglersTest, ARankWithoutPowerIsNeverNamed) {
+  // Rank 5's power.draw reads [N/A]: its busy samples default to all compute. Timing it from
+  // that would name it 2.5x slower than its peers; without a power split it times nothing.
+  StragglerTracker t;
+  for (int64_t at = 0; at < 600'000; at += 100) {
+    for (uint16_t g = 0; g < 8; ++g) {
+      const bool no_power = g == 5;
+      t.AddTraining({0, g}, at, no_power ? 0.1 : 0.04, no_power ? 0 : 0.06, {}, !no_power);
+    }
+  }
+  EXPECT_TRUE(t.Find().empty());
+}
+
 TEST(StragglersTest, SlowRankThatDoesNotMakeOthersWaitIsNotAStraggler) {
   // Rank 2 computes longer but also waits as long as the others: the step is not its to hold.
   auto chunks = Job({40, 40, 40, 40}, 4, 60);

@@ -75,6 +75,23 @@ TEST_F(VerdictsCli, EndOfRunTailWithoutMemoryIsIdleAndTheSummarySaysWhy) {
   EXPECT_GT(Seconds(j, "idle"), 8 * 170.0);
 }
 
+TEST_F(VerdictsCli, ALogEndingInAQuietHeldStretchSaysItIsUnresolved) {
+  // end-tail-held: after training every rank stays quiet holding memory until the log ends.
+  // Idle by the rule (nothing shows training resumed), but a live incident looks the same: the
+  // notes say so, with when it started.
+  const std::string log = Simulate("end-tail-held", "held");
+  const auto j = TriageJson(log);
+  ASSERT_TRUE(j.is_object());
+  EXPECT_TRUE(j["hang_episodes"].empty());
+  std::string notes = j["notes"].dump();
+  EXPECT_THAT(notes, HasSubstr("every rank quiet holding its memory"));
+  EXPECT_THAT(notes, HasSubstr("unresolved"));
+  // A tail without memory.used shows nothing held: no such note.
+  const auto bare = TriageJson(Simulate("end-tail", "bare"));
+  ASSERT_TRUE(bare.is_object());
+  EXPECT_THAT(bare["notes"].dump(), Not(HasSubstr("every rank quiet holding its memory")));
+}
+
 TEST_F(VerdictsCli, StallOffTheGpuIsAHangPastMaxCheckpoint) {
   const std::string log = Simulate("off-gpu-stall", "stall");
   const auto patient = TriageJson(log);

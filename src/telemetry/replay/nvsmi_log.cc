@@ -54,6 +54,10 @@ struct Column {
   // range is plausible.
   std::optional<double> GpuSample::*member = nullptr;
   double lo = 0, hi = 0;
+  // Rows whose value read as not available ([N/A], [Not Supported], -, empty): left absent,
+  // counted for the warnings (a documented skip), with the first such line.
+  int64_t absent_rows = 0;
+  int64_t first_absent_line = 0;
 };
 
 // Text taken from a log (GPU names, uuids, values quoted in warnings, file names) ends up in the
@@ -406,6 +410,13 @@ class NvsmiLogSource final : public TelemetrySource {
   }
   std::vector<std::string> warnings() const override {
     auto lines = warnings_.Render();
+    for (const Column& c : columns_) {
+      if (c.absent_rows == 0) continue;
+      lines.push_back(fmt::format(
+          "{}: not available ([N/A], [Not Supported], - or empty) in {} row{}, left absent; "
+          "first at line {}",
+          Trim(c.name), c.absent_rows, c.absent_rows == 1 ? "" : "s", c.first_absent_line));
+    }
     for (auto& l : lines) l = ValidUtf8(fmt::format("{}: {}", reader_->path(), l));
     return lines;
   }
@@ -588,7 +599,7 @@ class NvsmiLogSource final : public TelemetrySource {
       bool row_bad = false;
       std::string bad_msg;
       for (size_t i = 0; i < columns_.size(); ++i) {
-        const Column& c = columns_[i];
+        Column& c = columns_[i];
         std::string_view f = fields_[i];
         switch (c.col) {
           case Col::kIgnore:
@@ -672,7 +683,11 @@ class NvsmiLogSource final : public TelemetrySource {
               // enforced.power.limit wins over power.limit when both are logged.
               if (c.col != Col::kPowerLimit || !field.has_value()) field = v;
             } else if (p == Parse::kMissing) {
-              if (IsGpuLost(f)) row.sample.gpu_lost = true;
+              if (IsGpuLost(f)) {
+                row.sample.gpu_lost = true;
+              } else if (c.absent_rows++ == 0) {
+                c.first_absent_line = n;
+              }
             } else if (p == Parse::kBad) {
               row_bad = true;
               bad_msg = fmt::format("line {}: {}: '{}' is not a number", n, c.name, Trim(f));
