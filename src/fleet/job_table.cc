@@ -180,8 +180,9 @@ json Job::ToJson(bool summary) const {
   }
   j["hang_episodes"] = hangs;
   double ckpt_s = 0;
-  for (const auto& c : engine_.checkpoints()) ckpt_s += static_cast<double>(c.end_ms - c.start_ms);
-  j["checkpoints"] = {{"count", engine_.checkpoints().size()}, {"seconds", ckpt_s / 1000.0}};
+  const std::vector<triage::CheckpointEpisode> checkpoints = engine_.checkpoints();
+  for (const auto& c : checkpoints) ckpt_s += static_cast<double>(c.covered_ms());
+  j["checkpoints"] = {{"count", checkpoints.size()}, {"seconds", ckpt_s / 1000.0}};
   j["notes"] = engine_.notes();
   return j;
 }

@@ -260,7 +260,8 @@ nlohmann::json TimelineJson(const TriageReport& report, const TimelineCollector&
   }
   j["checkpoints"] = nlohmann::json::array();
   for (const auto& c : report.checkpoints) {
-    j["checkpoints"].push_back({{"start", c.start_ms},
+    // Drawn over what its readings stand for (each the interval before it).
+    j["checkpoints"].push_back({{"start", c.end_ms - c.covered_ms()},
                                 {"end", c.end_ms},
                                 {"all_ranks", c.all_ranks},
                                 {"writers", indices(c.writers)}});

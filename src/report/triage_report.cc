@@ -105,9 +105,7 @@ TriageReport MakeReport(const triage::TriageEngine& engine, std::vector<std::str
   r.hang_episodes = engine.hang_episodes();
   r.stragglers = engine.stragglers();
   r.stragglers_unknown = engine.stragglers_unknown();
-  for (const auto& c : engine.checkpoints()) {
-    if (c.end_ms - c.start_ms >= 50) r.checkpoints.push_back(c);
-  }
+  r.checkpoints = engine.checkpoints();
   r.warnings = std::move(warnings);
   r.notes = engine.notes();
   if (const std::string why = r.comm_share_unknown(); !why.empty()) {
@@ -181,9 +179,10 @@ std::string RenderText(const TriageReport& r, bool color) {
   const double span_s = static_cast<double>(r.last_ms - r.first_ms) / 1000.0;
   int64_t samples = 0;
   for (const auto& g : r.gpus) samples += g.samples;
-  out += fmt::format("wattwatch triage: {} host{}, {} GPUs, {} .. {} ({}), {} samples\n\n",
-                     r.hosts.size(), r.hosts.size() == 1 ? "" : "s", r.gpus.size(), ts(r.first_ms),
-                     ts(r.last_ms), Duration(span_s), samples);
+  out += fmt::format("wattwatch triage: {} host{}, {} GPU{}, {} .. {} ({}), {} samples\n\n",
+                     r.hosts.size(), r.hosts.size() == 1 ? "" : "s", r.gpus.size(),
+                     r.gpus.size() == 1 ? "" : "s", ts(r.first_ms), ts(r.last_ms), Duration(span_s),
+                     samples);
   if (!r.host_paths.empty()) {
     out += "hosts:";
     for (size_t h = 0; h < r.hosts.size() && h < r.host_paths.size(); ++h) {
@@ -247,13 +246,18 @@ std::string RenderText(const TriageReport& r, bool color) {
   }
   if (!r.checkpoints.empty()) {
     double total = 0;
-    for (const auto& c : r.checkpoints)
-      total += static_cast<double>(c.end_ms - c.start_ms) / 1000.0;
+    for (const auto& c : r.checkpoints) total += static_cast<double>(c.covered_ms()) / 1000.0;
     out += fmt::format("\nCheckpoints: {} ({} in all)\n", r.checkpoints.size(), Duration(total));
     for (const auto& c : r.checkpoints) {
-      out += fmt::format("  {} .. {} ({}): {}\n", ts(c.start_ms), ts(c.end_ms),
-                         Duration(static_cast<double>(c.end_ms - c.start_ms) / 1000.0),
-                         c.all_ranks ? "all ranks saving" : CheckpointWho(r, c));
+      // Each reading stands for the interval before it: one reading at 15 s sampling is 15 s.
+      const std::string when =
+          c.start_ms == c.end_ms
+              ? fmt::format("{} ({}, one reading)", ts(c.start_ms),
+                            Duration(static_cast<double>(c.covered_ms()) / 1000.0))
+              : fmt::format("{} .. {} ({})", ts(c.start_ms), ts(c.end_ms),
+                            Duration(static_cast<double>(c.covered_ms()) / 1000.0));
+      out +=
+          fmt::format("  {}: {}\n", when, c.all_ranks ? "all ranks saving" : CheckpointWho(r, c));
     }
   }
 
@@ -276,13 +280,18 @@ std::string RenderText(const TriageReport& r, bool color) {
   }
 
   out += "\nShare of time per state (comm share = communication / (compute + communication)):\n";
-  out += fmt::format("{:<14} {:>4} {:>7} {:>8} {:>7} {:>8} {:>7} {:>6} {:>6}\n", "host", "gpu",
-                     "idle", "compute", "comm", "starved", "ckpt", "hang", "comm%");
+  // The host column is as wide as the longest name (a file stem like
+  // grantwilkins_training_profile_ckpt1000 would push its row out of line).
+  size_t host_w = 14;
+  for (const auto& g : r.gpus) host_w = std::max(host_w, HostName(r, g.key.host).size());
+  out += fmt::format("{:<{}} {:>4} {:>7} {:>8} {:>7} {:>8} {:>7} {:>6} {:>6}\n", "host", host_w,
+                     "gpu", "idle", "compute", "comm", "starved", "ckpt", "hang", "comm%");
   std::array<double, kNumGpuStates> job{};
+  std::array<bool, kNumGpuStates> job_guess{};  // some GPU's share of the state is a guess
   for (size_t i = 0; i < r.gpus.size(); ++i) {
     const auto& g = r.gpus[i];
     const double total = g.total_seconds();
-    std::string row = fmt::format("{:<14} {:>4}", HostName(r, g.key.host), g.key.gpu);
+    std::string row = fmt::format("{:<{}} {:>4}", HostName(r, g.key.host), host_w, g.key.gpu);
     for (size_t s = 0; s < kNumGpuStates; ++s) {
       job[s] += g.seconds[s];
       bool guess = false;
@@ -293,6 +302,7 @@ std::string RenderText(const TriageReport& r, bool color) {
                                                     static_cast<GpuState>(s)) != d.states.end());
         }
       }
+      job_guess[s] = job_guess[s] || guess;
       row += fmt::format(
           " {:>{}}",
           total > 0 ? fmt::format("{:.1f}%{}", 100 * g.seconds[s] / total, guess ? "?" : "")
@@ -307,10 +317,11 @@ std::string RenderText(const TriageReport& r, bool color) {
   double job_total = 0;
   for (double v : job) job_total += v;
   if (r.gpus.size() > 1 && job_total > 0) {
-    std::string row = fmt::format("{:<14} {:>4}", "job", "all");
+    std::string row = fmt::format("{:<{}} {:>4}", "job", host_w, "all");
     for (size_t s = 0; s < kNumGpuStates; ++s) {
-      row += fmt::format(" {:>{}}", fmt::format("{:.1f}%", 100 * job[s] / job_total),
-                         s == 1 || s == 3 ? 8 : (s == 5 ? 6 : 7));
+      row += fmt::format(
+          " {:>{}}", fmt::format("{:.1f}%{}", 100 * job[s] / job_total, job_guess[s] ? "?" : ""),
+          s == 1 || s == 3 ? 8 : (s == 5 ? 6 : 7));
     }
     auto cs = r.comm_share();
     row += fmt::format(" {:>6}", cs ? fmt::format("{:.0f}%", 100 * *cs)
@@ -387,6 +398,7 @@ nlohmann::json RenderJson(const TriageReport& r) {
     for (GpuKey k : c.writers) writers.push_back(KeyJson(r, k));
     checkpoints.push_back({{"start", ts(c.start_ms)},
                            {"end", ts(c.end_ms)},
+                           {"seconds", static_cast<double>(c.covered_ms()) / 1000.0},
                            {"all_ranks", c.all_ranks},
                            {"writers", writers}});
   }

@@ -439,6 +439,17 @@ void TriageEngine::Finish() {
   Emit(true);
 }
 
+std::vector<CheckpointEpisode> TriageEngine::checkpoints() const {
+  std::vector<CheckpointEpisode> out;
+  for (const CheckpointEpisode& c : checkpoints_.episodes()) {
+    if (static_cast<double>(c.covered_ms()) < options_.min_checkpoint_s * 1000) continue;
+    out.push_back(c);
+    out.back().writers = SaverRanks(c);  // not a rank quiet for a moment (its exit at job end)
+    out.back().writer_readings.clear();
+  }
+  return out;
+}
+
 std::vector<GpuStats> TriageEngine::gpu_stats() const {
   std::vector<GpuStats> out;
   for (const auto& [key, gp] : gpus_) {

@@ -124,7 +124,9 @@ class TriageEngine {
   void DismissHangCandidate();
 
   const std::vector<HangEpisode>& hang_episodes() const { return hang_.episodes(); }
-  const std::vector<CheckpointEpisode>& checkpoints() const { return checkpoints_.episodes(); }
+  // The checkpoints that lasted min_checkpoint_s (one sample interval included); a shorter wait
+  // on a quiet rank keeps its samples' labels but is no episode.
+  std::vector<CheckpointEpisode> checkpoints() const;
   std::vector<GpuStats> gpu_stats() const;
   std::optional<GpuState> current_state(GpuKey key) const;
   bool hang_active() const { return active_hang() != nullptr; }

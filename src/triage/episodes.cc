@@ -250,18 +250,33 @@ void CheckpointTracker::Update(JobMode mode, std::span<const GpuView> views, int
       } else {
         open_ = CheckpointEpisode{now_ms, now_ms, false, {}};
       }
+      writer_last_ms_.clear();
     }
     open_->end_ms = now_ms;
+    for (const GpuView& v : views) {
+      if (v.in_job) open_->interval_ms = std::max(open_->interval_ms, ToMs(v.interval_s));
+    }
     if (open_->all_ranks) {
       // Quiet while every rank was quiet says nothing about who saved: the writers are the ranks
       // quiet while the others waited (the ckpt1 trace: GPU0 saved, GPU1-7 spun in a barrier).
       open_->all_ranks = false;
       open_->writers.clear();
+      open_->writer_readings.clear();
+      writer_last_ms_.clear();
     }
+    // One count per reading: a reading is seen again when a peer's sample has the same time.
+    writer_last_ms_.resize(open_->writers.size(), kUnset);
     for (const GpuView& v : views) {
-      if (v.in_job && v.cls == LocalClass::kLow && v.cur_ms == now_ms &&
-          std::find(open_->writers.begin(), open_->writers.end(), v.key) == open_->writers.end()) {
+      if (!v.in_job || v.cls != LocalClass::kLow || v.cur_ms != now_ms) continue;
+      const auto it = std::find(open_->writers.begin(), open_->writers.end(), v.key);
+      const auto i = static_cast<size_t>(it - open_->writers.begin());
+      if (it == open_->writers.end()) {
         open_->writers.push_back(v.key);
+        open_->writer_readings.push_back(1);
+        writer_last_ms_.push_back(now_ms);
+      } else if (writer_last_ms_[i] != now_ms) {
+        ++open_->writer_readings[i];
+        writer_last_ms_[i] = now_ms;
       }
     }
   } else if (open_) {
@@ -272,12 +287,23 @@ void CheckpointTracker::Update(JobMode mode, std::span<const GpuView> views, int
   }
 }
 
+std::vector<GpuKey> SaverRanks(const CheckpointEpisode& c) {
+  if (c.writers.empty() || c.writer_readings.size() != c.writers.size()) return c.writers;
+  const int most = *std::max_element(c.writer_readings.begin(), c.writer_readings.end());
+  std::vector<GpuKey> out;
+  for (size_t i = 0; i < c.writers.size(); ++i) {
+    if (4 * c.writer_readings[i] >= most) out.push_back(c.writers[i]);
+  }
+  return out;
+}
+
 void CheckpointTracker::AddAllRanks(const QuietUpdate& q) {
   CheckpointEpisode* prev =
       open_ ? &*open_ : (checkpoints_.empty() ? nullptr : &checkpoints_.back());
   if (prev && q.start_ms - prev->end_ms <= merge_ms_) {
     // Part of the same checkpoint (a rank's copy kernels broke the quiet for a moment).
     prev->end_ms = std::max(prev->end_ms, q.end_ms);
+    prev->interval_ms = std::max(prev->interval_ms, q.interval_ms);
     if (prev->all_ranks) {
       for (GpuKey k : q.writers) {
         if (std::find(prev->writers.begin(), prev->writers.end(), k) == prev->writers.end()) {
@@ -291,7 +317,8 @@ void CheckpointTracker::AddAllRanks(const QuietUpdate& q) {
     checkpoints_.push_back(*open_);
     open_.reset();
   }
-  checkpoints_.push_back(CheckpointEpisode{q.start_ms, q.end_ms, true, q.writers});
+  checkpoints_.push_back(
+      CheckpointEpisode{q.start_ms, q.end_ms, true, q.writers, {}, q.interval_ms});
 }
 
 void CheckpointTracker::TruncateAt(int64_t at_ms) {
@@ -306,7 +333,7 @@ void CheckpointTracker::TruncateAt(int64_t at_ms) {
 }
 
 QuietTracker::QuietTracker(const TriageOptions& options)
-    : resume_ms_(ToMs(options.checkpoint_merge_s)) {}
+    : resume_ms_(ToMs(options.checkpoint_merge_s)), min_ms_(ToMs(options.min_checkpoint_s)) {}
 
 QuietUpdate QuietTracker::Update(JobMode mode, bool quiet, std::span<const GpuView> views,
                                  int64_t now_ms) {
@@ -320,7 +347,9 @@ QuietUpdate QuietTracker::Update(JobMode mode, bool quiet, std::span<const GpuVi
     resumed_since_ms_ = kUnset;
     open_->end_ms = std::max(open_->end_ms, now_ms);
     for (const GpuView& v : views) {
-      if (v.in_job && v.cls == LocalClass::kLow && v.cur_ms == now_ms &&
+      if (!v.in_job) continue;
+      open_->interval_ms = std::max(open_->interval_ms, ToMs(v.interval_s));
+      if (v.cls == LocalClass::kLow && v.cur_ms == now_ms &&
           std::find(open_->writers.begin(), open_->writers.end(), v.key) == open_->writers.end()) {
         open_->writers.push_back(v.key);
       }
@@ -350,7 +379,8 @@ QuietUpdate QuietTracker::End() {
 QuietUpdate QuietTracker::Resolve(bool checkpoint) {
   QuietUpdate out = *open_;
   out.resolved = true;
-  out.checkpoint = checkpoint;
+  // A quiet of a few readings between steps is a pause, not a save: it stays idle.
+  out.checkpoint = checkpoint && out.end_ms - out.start_ms + out.interval_ms >= min_ms_;
   open_.reset();
   resumed_since_ms_ = kUnset;
   return out;

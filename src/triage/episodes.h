@@ -61,10 +61,18 @@ struct HangEpisode {
 };
 
 struct CheckpointEpisode {
-  int64_t start_ms = 0;
-  int64_t end_ms = 0;
+  int64_t start_ms = 0;         // the first reading of it
+  int64_t end_ms = 0;           // the last reading of it
   bool all_ranks = false;       // every rank quiet (sharded save) vs some ranks saving
   std::vector<GpuKey> writers;  // the quiet ranks the others waited on
+  // Per writer (same order), the readings it was quiet in while the others waited; empty for an
+  // all-rank quiet. A rank quiet in one reading of a long wait (its process exiting as the job
+  // ends) did not save: see SaverRanks.
+  std::vector<int> writer_readings;
+  // The widest sample spacing of the ranks during it: each reading stands for the interval
+  // before it, so one reading at 15 s sampling is a 15 s checkpoint, not a 0 s one.
+  int64_t interval_ms = 0;
+  int64_t covered_ms() const { return end_ms - start_ms + interval_ms; }
 };
 
 // What a HangTracker call changed, for the engine to act on.
@@ -135,6 +143,7 @@ struct QuietUpdate {
   int64_t start_ms = 0;
   int64_t end_ms = 0;  // the last quiet evaluation
   std::vector<GpuKey> writers;
+  int64_t interval_ms = 0;  // the widest sample spacing of the ranks while quiet
 };
 
 // "Every rank quiet holding memory" is a checkpoint only between two stretches of training:
@@ -155,9 +164,14 @@ class QuietTracker {
   QuietUpdate Resolve(bool checkpoint);
 
   int64_t resume_ms_;  // training must go on this long after the quiet (checkpoint_merge_s)
+  int64_t min_ms_;     // min_checkpoint_s
   std::optional<QuietUpdate> open_;
   int64_t resumed_since_ms_ = std::numeric_limits<int64_t>::min();
 };
+
+// The writers that saved: those quiet in at least a quarter of the readings of the rank quiet
+// longest (all of them for an all-rank quiet).
+std::vector<GpuKey> SaverRanks(const CheckpointEpisode& c);
 
 class CheckpointTracker {
  public:
@@ -176,6 +190,7 @@ class CheckpointTracker {
 
  private:
   int64_t merge_ms_;
+  std::vector<int64_t> writer_last_ms_;  // per writer of the open one: its last counted reading
   std::vector<CheckpointEpisode> checkpoints_;
   std::optional<CheckpointEpisode> open_;
 };

@@ -55,6 +55,12 @@ struct TriageOptions {
   // saving rank's bursts of copy kernels briefly look like work); an open one closes after this
   // long without checkpoint evidence.
   double checkpoint_merge_s = 3;
+  // A checkpoint lasts at least this long, one sample interval included (a reading stands for
+  // the interval before it): every rank quiet holding memory for less between two stretches of
+  // training is a pause at a step boundary (logging, a barrier before the save), not a save, and
+  // a shorter wait on a quiet rank is not listed as a checkpoint. Real saves take seconds: the
+  // shortest in the real traces is 15 s.
+  double min_checkpoint_s = 2;
   // A spin still unconfirmed when the input ends gets a note for the user from this long on;
   // shorter ones are ordinary waits not worth a line.
   double unconfirmed_spin_note_s = 5;

@@ -631,6 +631,26 @@ TEST(NvsmiLogTest, UnusableFilesAreClearErrors) {
          return s;
        }(),
        "line 2: timestamp: 'yesterday' is not a timestamp"},
+      // No index column, 8 GPUs at 100 ms, stamps without milliseconds: 80 rows on each second.
+      {"whole_seconds_100ms.csv",
+       [] {
+         std::string s = "timestamp, power.draw [W], utilization.gpu [%]\n";
+         for (int tick = 0; tick < 40; ++tick) {
+           for (int g = 0; g < 8; ++g) {
+             s += fmt::format("{}, {} W, 90 %\n", Ts(tick / 10 * 1000), 100 + 10 * g + tick % 3);
+           }
+         }
+         return s;
+       }(),
+       "the timestamps have whole seconds only and up to 80 rows share one"},
+      // Stamps that are just disordered say nothing about seconds.
+      {"no_ticks.csv",
+       [] {
+         std::string s = "timestamp, power.draw [W], utilization.gpu [%]\n";
+         for (int i = 0; i < 64; ++i) s += fmt::format("{}, 100 W, 90 %\n", Ts(i * 37 % 101 * 7));
+         return s;
+       }(),
+       "do not fall into ticks by timestamp, so GPUs"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);

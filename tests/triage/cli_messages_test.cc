@@ -211,7 +211,7 @@ TEST(CliHardeningCheckpoints, ZeroSecondCheckpointsAreNotListed) {
   WW_REQUIRE_SHARED_FILE(trace);
   const CommandResult r = RunWattwatch("triage --color never " + trace);
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_THAT(r.output, HasSubstr("\nCheckpoints: 3 (43.5 s in all)\n"));
+  EXPECT_THAT(r.output, HasSubstr("\nCheckpoints: 3 (43.8 s in all)\n"));
   EXPECT_THAT(r.output, Not(HasSubstr("(0.0 s)")));
 }
 

@@ -15,6 +15,7 @@ namespace {
 using ::testing::Contains;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using ::testing::IsEmpty;
 using L = LocalClass;
 using M = JobMode;
 
@@ -302,6 +303,49 @@ TEST(CheckpointTrackerTest, RanksWaitingOnASaverAreOneCheckpoint) {
   EXPECT_THAT(c.episodes()[0].writers, ElementsAre(GpuKey{0, 0})) << "the quiet rank saves";
 }
 
+// The ckpt1 trace at 1 s: as the job ended, GPU2 read 0 % holding memory in the last reading of
+// a 4-minute wait on GPU0 and was listed among the savers.
+TEST(CheckpointTrackerTest, ARankQuietForAMomentOfALongWaitDidNotSave) {
+  CheckpointTracker c({});
+  for (int64_t t = 0; t <= 60'000; t += 1000) c.Update(M::kCheckpointWait, Saving(t), t);
+  std::vector<GpuView> exiting = Saving(61'000);
+  exiting[2].cls = L::kLow;
+  c.Update(M::kCheckpointWait, exiting, 61'000);
+  c.Finish();
+  ASSERT_EQ(c.episodes().size(), 1u);
+  EXPECT_THAT(c.episodes()[0].writers, ElementsAre(GpuKey{0, 0}, GpuKey{0, 2}));
+  EXPECT_THAT(c.episodes()[0].writer_readings, ElementsAre(62, 1))
+      << "one count per reading, however many evaluations see it";
+  EXPECT_THAT(SaverRanks(c.episodes()[0]), ElementsAre(GpuKey{0, 0}));
+
+  // Two ranks saving shards, each quiet for most of the wait: both saved.
+  CheckpointTracker two({});
+  for (int64_t t = 0; t <= 20'000; t += 1000) {
+    std::vector<GpuView> v = Saving(t);
+    if (t >= 5000) v[1].cls = L::kLow;
+    two.Update(M::kCheckpointWait, v, t);
+    two.Update(M::kCheckpointWait, v, t);  // a second GPU's sample at the same time
+  }
+  two.Finish();
+  ASSERT_EQ(two.episodes().size(), 1u);
+  EXPECT_THAT(SaverRanks(two.episodes()[0]), ElementsAre(GpuKey{0, 0}, GpuKey{0, 1}));
+
+  EXPECT_THAT(SaverRanks(CheckpointEpisode{}), IsEmpty()) << "a wait with no quiet rank seen";
+}
+
+// One reading at 15 s sampling stands for the 15 s before it: a checkpoint of 15 s, not 0 s.
+TEST(CheckpointTrackerTest, AReadingCoversItsInterval) {
+  CheckpointTracker c({});
+  std::vector<GpuView> v = Saving(30'000);
+  for (GpuView& g : v) g.interval_s = 15;
+  c.Update(M::kCheckpointWait, v, 30'000);
+  c.Update(M::kWorking, Working(45'000), 45'000);
+  c.Finish();
+  ASSERT_EQ(c.episodes().size(), 1u);
+  EXPECT_EQ(c.episodes()[0].start_ms, c.episodes()[0].end_ms);
+  EXPECT_EQ(c.episodes()[0].covered_ms(), 15'000);
+}
+
 TEST(QuietTrackerTest, QuietBetweenTwoStretchesOfTrainingIsACheckpoint) {
   QuietTracker q({});
   for (int64_t t = 0; t <= 9000; t += 1000) {
@@ -323,6 +367,37 @@ TEST(QuietTrackerTest, QuietBetweenTwoStretchesOfTrainingIsACheckpoint) {
   c.AddAllRanks(u);
   ASSERT_EQ(c.episodes().size(), 1u);
   EXPECT_TRUE(c.episodes()[0].all_ranks) << "every rank quiet: a sharded save";
+}
+
+// The real ckpt1000 trace without power: every rank quiet for two 100 ms readings before a step
+// (a barrier ahead of the save) was listed as "all ranks saving" for 0.1 s.
+TEST(QuietTrackerTest, AQuietOfAFewReadingsBetweenStepsIsNoCheckpoint) {
+  auto views = [](int64_t t, double interval_s) {
+    std::vector<GpuView> v = QuietViews(t);
+    for (GpuView& g : v) g.interval_s = interval_s;
+    return v;
+  };
+  QuietTracker fine({});
+  fine.Update(M::kAllQuiet, true, views(1000, 0.1), 1000);
+  fine.Update(M::kAllQuiet, true, views(1100, 0.1), 1100);
+  QuietUpdate pause;
+  for (int64_t t = 1200; t <= 5000 && !pause.resolved; t += 100) {
+    pause = fine.Update(M::kWorking, false, Working(t), t);
+  }
+  ASSERT_TRUE(pause.resolved) << "training resumed for checkpoint_merge_s";
+  EXPECT_FALSE(pause.checkpoint) << "0.2 s of quiet is a pause between steps, not a save";
+
+  QuietTracker edge({});  // 1.9 s of readings at 100 ms: 2.0 s with the last interval
+  for (int64_t t = 0; t <= 1900; t += 100) edge.Update(M::kAllQuiet, true, views(t, 0.1), t);
+  edge.Update(M::kWorking, false, Working(2000), 2000);
+  EXPECT_TRUE(edge.Update(M::kWorking, false, Working(5000), 5000).checkpoint);
+
+  QuietTracker coarse({});  // one reading at 30 s sampling stands for 30 s of quiet
+  coarse.Update(M::kAllQuiet, true, views(30'000, 30), 30'000);
+  coarse.Update(M::kWorking, false, Working(60'000), 60'000);
+  const QuietUpdate save = coarse.Update(M::kWorking, false, Working(90'000), 90'000);
+  ASSERT_TRUE(save.resolved);
+  EXPECT_TRUE(save.checkpoint);
 }
 
 TEST(QuietTrackerTest, QuietUntilTheProcessesExitOrTheLogEndsIsIdle) {

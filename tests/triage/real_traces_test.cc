@@ -236,6 +236,53 @@ TEST_F(RealTraces, ThirtySecondSamplingSeesTheRankZeroSaveAndAHang) {
   EXPECT_LE(rc.hangs[0].detected_at_ms, rf.hangs[0].start_ms + 30'000 + 2 * 30'000);
 }
 
+TEST_F(RealTraces, CoarseCheckpointsAreListedWithTheTimeTheirReadingsStandFor) {
+  // ckpt100 every 15 s: a 15 s rank-0 save is one reading. Before, such checkpoints showed in the
+  // shares (6.6 %) but were listed as none (a first reading equal to the last: "0.0 s").
+  ::ww::testing::TempDir tmp;
+  const std::string every15 =
+      Resampled("grantwilkins_training_profile_ckpt100.csv", 150, false, tmp);
+  TraceResult r = TriageFile(std::filesystem::path(every15).filename(), tmp.path() + "/");
+  EXPECT_TRUE(r.hangs.empty());
+  ASSERT_GE(r.checkpoints.size(), 2u);
+  for (const auto& c : r.checkpoints) {
+    EXPECT_GE(c.covered_ms(), 14'000) << c.start_ms;
+    EXPECT_LE(c.covered_ms(), 120'000) << c.start_ms;
+    EXPECT_THAT(c.writers, ::testing::ElementsAre(GpuKey{0, 0})) << "rank 0 saves";
+  }
+
+  // ckpt1 every 1 s: as the job ends, GPU2 and GPU4-6 read 0 % holding memory in the last
+  // reading of the wait. Before, they were listed as savers with GPU0.
+  const std::string every1 = Resampled("grantwilkins_training_profile_ckpt1.csv", 10, false, tmp);
+  TraceResult fine = TriageFile(std::filesystem::path(every1).filename(), tmp.path() + "/");
+  EXPECT_TRUE(fine.hangs.empty());
+  ASSERT_FALSE(fine.checkpoints.empty());
+  for (const auto& c : fine.checkpoints) {
+    EXPECT_THAT(c.writers, ::testing::ElementsAre(GpuKey{0, 0})) << c.start_ms;
+  }
+}
+
+TEST_F(RealTraces, APauseOfAFewReadingsIsNoCheckpoint) {
+  // ckpt1000 without power.draw: every rank at 0 % for two 100 ms readings before a save (a
+  // barrier) was listed as "all ranks saving" for 0.1 s; the saves themselves cannot be seen.
+  ::ww::testing::TempDir tmp;
+  const auto lines = ::ww::testing::Lines(
+      ::ww::testing::ReadFile(kDir + "grantwilkins_training_profile_ckpt1000.csv"));
+  std::string out = "timestamp, utilization.gpu [%], memory.used [MiB]\n";
+  for (size_t i = 1; i < lines.size(); ++i) {
+    // timestamp, power.draw [W], utilization.gpu [%], memory.used [MiB]
+    const size_t a = lines[i].find(','), b = lines[i].find(',', a + 1);
+    if (a == std::string::npos || b == std::string::npos) continue;
+    out += lines[i].substr(0, a) + lines[i].substr(b) + "\n";
+  }
+  tmp.Write("nopower.csv", out);
+  TraceResult r = TriageFile("nopower.csv", tmp.path() + "/");
+  EXPECT_TRUE(r.hangs.empty());
+  for (const auto& c : r.checkpoints) {
+    EXPECT_GE(c.covered_ms(), 2000) << "listed: " << c.start_ms << " .. " << c.end_ms;
+  }
+}
+
 TEST_F(RealTraces, AGpuWithoutPowerNeitherHidesTheCheckpointsNorIsAStraggler) {
   // One GPU's power.draw reads [N/A] all along (a driver that stopped reporting it): the other
   // ranks' checkpoint waits stay checkpoints, and the GPU is not named a straggler for computing

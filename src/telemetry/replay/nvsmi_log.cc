@@ -887,10 +887,25 @@ class NvsmiLogSource final : public TelemetrySource {
       }
     }
     if (best_n == 0 || best_score < 3) {
+      // Say why when it is the stamps: whole seconds at a sub-second rate (a logger's own
+      // strftime, or nvidia-smi's table) put several ticks of rows on one stamp.
+      size_t whole = 0, most_on_one = 0, run = 0;
+      for (size_t i = 0; i < lookahead_.size(); ++i) {
+        if (lookahead_[i].timestamp_ms % 1000 == 0) ++whole;
+        run = i > 0 && lookahead_[i].timestamp_ms == lookahead_[i - 1].timestamp_ms ? run + 1 : 1;
+        most_on_one = std::max(most_on_one, run);
+      }
+      const std::string stamps =
+          whole == lookahead_.size() && most_on_one > 1
+              ? fmt::format(
+                    " (the timestamps have whole seconds only and up to {} rows share one, so "
+                    "the ticks within a second cannot be told apart)",
+                    most_on_one)
+              : std::string();
       return Status::InvalidInput(fmt::format(
           "{}: no index, uuid or pci.bus_id column, and the rows do not fall into ticks by "
-          "timestamp, so GPUs cannot be told apart; log with --query-gpu=timestamp,index,...",
-          reader_->path()));
+          "timestamp{}, so GPUs cannot be told apart; log with --query-gpu=timestamp,index,...",
+          reader_->path(), stamps));
     }
     tick_rows_ = best_n;
     return Status::Ok();
