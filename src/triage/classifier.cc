@@ -70,15 +70,22 @@ JobMode ClassifyJob(const JobCounts& c) {
   if (c.spin > 0) {
     if (c.spin + c.gone + c.blind == c.active) return JobMode::kHangCandidate;
     if (c.busy + c.partial + c.starved > 0) return JobMode::kStragglerWait;
+    // Starved-quiet ranks are waited on only when the spinning ranks outnumber them: one rank
+    // spinning while three starved ones are quiet (a 4-GPU inference server between bursts at
+    // 15 s) is no save.
+    if (c.starved_quiet > c.spin) return JobMode::kStragglerWait;
     return JobMode::kCheckpointWait;  // the rest are alive without kernels
   }
-  if (c.low == alive) return JobMode::kAllQuiet;
+  if (c.low == alive) return JobMode::kAllQuiet;  // (a starved-quiet rank is working here)
   return JobMode::kWorking;
 }
 
 GpuState DecideState(LocalClass local, bool starved, JobMode mode, bool trained, bool loaded) {
   if (local == LocalClass::kGone) return GpuState::kIdle;
-  if (starved) return GpuState::kDataStarved;
+  // A starved-quiet rank its peers wait on (ClassifyJob) is saving.
+  if (starved && !(local == LocalClass::kLow && mode == JobMode::kCheckpointWait && loaded)) {
+    return GpuState::kDataStarved;
+  }
   switch (local) {
     case LocalClass::kSpin:
       return mode == JobMode::kCheckpointWait ? GpuState::kCheckpoint : GpuState::kCommunication;

@@ -120,6 +120,10 @@ struct JobCounts {
   int low = 0;   // alive, no kernels
   int gone = 0;  // exited after having worked in this job
   int starved = 0;
+  // Starved by its window but quiet now holding memory, at sampling coarser than a step: with
+  // more peers spinning than such ranks, it is a rank they wait on (a checkpoint wait);
+  // otherwise it counts as starved (working).
+  int starved_quiet = 0;
   // Busy by utilization alone (no power, no activity counters): computing or spinning, unknown.
   // Such ranks neither block a checkpoint wait nor make one: the job's mode comes from the rest.
   int blind = 0;

@@ -264,19 +264,23 @@ void CheckpointTracker::Update(JobMode mode, std::span<const GpuView> views, int
       open_->writer_readings.clear();
       writer_last_ms_.clear();
     }
-    // One count per reading: a reading is seen again when a peer's sample has the same time.
+    // A quiet rank of this tick: its reading may be a few ms (up to half an interval) older
+    // than the peer's whose sample is evaluated now. One count per reading: a reading is seen
+    // again at each peer's sample of the tick.
     writer_last_ms_.resize(open_->writers.size(), kUnset);
     for (const GpuView& v : views) {
-      if (!v.in_job || v.cls != LocalClass::kLow || v.cur_ms != now_ms) continue;
+      if (!v.in_job || v.cls != LocalClass::kLow || now_ms - v.cur_ms > ToMs(v.interval_s) / 2) {
+        continue;
+      }
       const auto it = std::find(open_->writers.begin(), open_->writers.end(), v.key);
       const auto i = static_cast<size_t>(it - open_->writers.begin());
       if (it == open_->writers.end()) {
         open_->writers.push_back(v.key);
         open_->writer_readings.push_back(1);
-        writer_last_ms_.push_back(now_ms);
-      } else if (writer_last_ms_[i] != now_ms) {
+        writer_last_ms_.push_back(v.cur_ms);
+      } else if (writer_last_ms_[i] != v.cur_ms) {
         ++open_->writer_readings[i];
-        writer_last_ms_[i] = now_ms;
+        writer_last_ms_[i] = v.cur_ms;
       }
     }
   } else if (open_) {

@@ -78,6 +78,7 @@ enum Bucket : uint8_t {
   kSpinB,
   kBlipB,
   kStarvedB,
+  kStarvedQuietB,
   kBusyB,
   kBlindB,
   kPartialB,
@@ -86,10 +87,18 @@ enum Bucket : uint8_t {
 };
 using BucketCounts = std::array<int, kNumBuckets>;
 
-Bucket BucketOf(const GpuView& v) {
+Bucket BucketOf(const GpuView& v, const TriageOptions& options) {
   if (v.cls == LocalClass::kGone) return kGoneB;
   if (v.cls == LocalClass::kSpin) return v.sustained_spin ? kSpinB : kBlipB;
-  if (v.starved) return kStarvedB;
+  if (v.starved) {
+    // Quiet in a reading too coarse to resolve a step, holding its model (memory.used seen):
+    // its window's bursts and gaps may be training and saves, each a reading or more long (rank
+    // 0 of ckpt100 every 15 s).
+    return v.cls == LocalClass::kLow && v.proc == ProcState::kLoaded &&
+                   v.interval_s > options.comm_share_max_interval_s
+               ? kStarvedQuietB
+               : kStarvedB;
+  }
   if (v.cls == LocalClass::kBusy) return v.blind ? kBlindB : kBusyB;
   if (v.cls == LocalClass::kPartial) return kPartialB;
   return kLowB;
@@ -103,6 +112,7 @@ JobCounts FromBuckets(const BucketCounts& n, bool one_gpu) {
   c.busy = n[kBusyB] + n[kBlipB] + (one_gpu ? n[kSpinB] + n[kBlindB] : 0);
   c.blind = one_gpu ? 0 : n[kBlindB];
   c.starved = n[kStarvedB];
+  c.starved_quiet = n[kStarvedQuietB];
   c.partial = n[kPartialB];
   c.low = n[kLowB];
   return c;
@@ -114,7 +124,7 @@ JobCounts CountJob(std::span<const GpuView> views, int64_t now_ms, const TriageO
                    bool one_gpu) {
   BucketCounts n{};
   for (const GpuView& v : views) {
-    if (IsActiveInJob(v, now_ms, options)) ++n[BucketOf(v)];
+    if (IsActiveInJob(v, now_ms, options)) ++n[BucketOf(v, options)];
   }
   return FromBuckets(n, one_gpu);
 }
@@ -122,7 +132,7 @@ JobCounts CountJob(std::span<const GpuView> views, int64_t now_ms, const TriageO
 CountSlot MakeCountSlot(const GpuView& v, const TriageOptions& options) {
   CountSlot slot;
   if (!v.classified || !v.in_job) return slot;  // never active
-  slot.bucket = BucketOf(v);
+  slot.bucket = BucketOf(v, options);
   // IsActiveInJob compares the age with the cached limit exactly when it is the current one.
   // (A time so late that adding the limit would overflow is counted from the view instead.)
   slot.exact = StaleLimitS(v, options) == v.cached_stale_s &&

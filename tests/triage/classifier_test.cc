@@ -231,6 +231,29 @@ TEST(ClassifierTest, ClassifyJob) {
        "spinning peers + a rank still computing = straggler (communication)"},
       {Counts(8, 7, 0, 1, 0, 0), M::kStragglerWait, "a rank with partial kernels still works"},
       {Counts(8, 7, 0, 0, 0, 0, 1), M::kStragglerWait, "a starved rank still works"},
+      {[] {
+         JobCounts c = Counts(8, 7, 0, 0, 0, 0);
+         c.starved_quiet = 1;
+         return c;
+       }(),
+       M::kCheckpointWait,
+       "peers spin on a rank quiet in a coarse reading (its window alternates training and "
+       "saves): rank 0's save at 15 s sampling"},
+      {[] {
+         JobCounts c = Counts(8, 0, 0, 0, 7, 0);
+         c.starved_quiet = 1;
+         return c;
+       }(),
+       M::kWorking,
+       "with nobody spinning a starved-quiet rank still counts as working: no all-rank quiet"},
+      {[] {
+         JobCounts c = Counts(4, 1, 0, 0, 0, 0);
+         c.starved_quiet = 3;
+         return c;
+       }(),
+       M::kStragglerWait,
+       "one rank spinning while three starved ranks are quiet (4-GPU inference between bursts "
+       "at 15 s): not a wait on savers"},
       {Counts(8, 0, 0, 0, 8, 0), M::kAllQuiet,
        "no spin + all quiet = all-rank checkpoint (after training) or start-up (before)"},
       {Counts(8, 0, 0, 0, 7, 1), M::kAllQuiet, "the live ranks are all quiet"},
@@ -286,6 +309,12 @@ TEST(ClassifierTest, DecideState) {
       {L::kGone, true, M::kWorking, true, false, S::kIdle, "gone wins over a starved window"},
       {L::kBusy, true, M::kWorking, true, true, S::kDataStarved, "bursts with gaps: starved"},
       {L::kLow, true, M::kWorking, true, true, S::kDataStarved, "a gap of a starved GPU"},
+      {L::kLow, true, M::kStragglerWait, true, true, S::kDataStarved,
+       "a gap of a starved GPU its peers wait on (fine sampling): starved"},
+      {L::kLow, true, M::kCheckpointWait, true, true, S::kCheckpoint,
+       "quiet while the peers wait on it (a coarse reading: ClassifyJob): saving"},
+      {L::kBusy, true, M::kCheckpointWait, true, true, S::kDataStarved,
+       "a starved GPU running kernels is no saver"},
       {L::kBusy, false, M::kWorking, true, true, S::kCompute, "busy at working power: compute"},
       {L::kPartial, false, M::kWorking, true, true, S::kCompute,
        "kernels part of the period (no starvation pattern): compute"},

@@ -475,14 +475,16 @@ TEST(CheckpointTrackerTest, MergeWindowIsAnOption) {
   EXPECT_EQ(c.episodes().size(), 2u);
 }
 
-TEST(CheckpointTrackerTest, WritersAreOnlyRanksSampledNow) {
+TEST(CheckpointTrackerTest, WritersAreOnlyRanksSampledInThisTick) {
   CheckpointTracker c({});
-  // GPU 0's view is from an earlier sample (it is quiet there, but not known to be now).
-  const std::vector<GpuView> views = {V(0, L::kLow, 500), V(1, L::kLow, 1000)};
+  // 1 s sampling. GPU 0's view is from the tick before (quiet there, not known to be now); GPU 2's
+  // row of this tick came 200 ms before the row evaluated now (rows of a real tick spread over
+  // up to ~200 ms: the ckpt1 trace at 00:33:33.911-34.102).
+  const std::vector<GpuView> views = {V(0, L::kLow, 400), V(1, L::kLow, 1000), V(2, L::kLow, 800)};
   c.Update(M::kCheckpointWait, views, 1000);
   c.Finish();
   ASSERT_EQ(c.episodes().size(), 1u);
-  EXPECT_THAT(c.episodes()[0].writers, ElementsAre(GpuKey{0, 1}));
+  EXPECT_THAT(c.episodes()[0].writers, ElementsAre(GpuKey{0, 1}, GpuKey{0, 2}));
 }
 
 // ---- JobEndTracker ----

@@ -116,6 +116,41 @@ TEST(JobEvalTest, CachedStaleLimitGivesTheSameAnswersAtEveryAge) {
 
 // ---- CountJob + ClassifyJob: the job's mode from every GPU's view ----
 
+// ckpt100 every 15 s: rank 0's readings alternate training and saves, so its window reads as
+// starvation; quiet in this reading while its peers spin, they wait on it (a save). At 100 ms a
+// starved rank in a gap is a data wait its peers sit out in a collective: a straggler wait.
+TEST(JobEvalTest, AStarvedRankQuietInACoarseReadingIsWaitedOn) {
+  for (double interval_s : {0.1, 1.0, 2.0, 15.0, 30.0}) {
+    std::vector<GpuView> views = {Starved(V(0, L::kLow)), V(1, L::kSpin), V(2, L::kSpin)};
+    for (GpuView& v : views) {
+      v.interval_s = interval_s;
+      v.proc = ProcState::kLoaded;  // memory.used shows the model held
+    }
+    const JobCounts c = CountJob(views, kNow, kO);
+    const bool coarse = interval_s > kO.comm_share_max_interval_s;
+    EXPECT_EQ(c.starved_quiet, coarse ? 1 : 0) << interval_s;
+    EXPECT_EQ(c.starved, coarse ? 0 : 1) << interval_s;
+    EXPECT_EQ(ClassifyJob(c), coarse ? M::kCheckpointWait : M::kStragglerWait) << interval_s;
+    // The slots count the same.
+    std::vector<CountSlot> slots;
+    for (GpuView& v : views) {
+      CacheStaleLimit(&v, kO);
+      slots.push_back(MakeCountSlot(v, kO));
+    }
+    EXPECT_EQ(ClassifyJob(CountSlots(slots, kNow, false)), ClassifyJob(c)) << interval_s;
+  }
+  // Running kernels in the reading, it still works (a straggler wait at any spacing).
+  std::vector<GpuView> busy = {Starved(V(0, L::kBusy)), V(1, L::kSpin)};
+  for (GpuView& v : busy) v.interval_s = 15;
+  EXPECT_EQ(ClassifyJob(CountJob(busy, kNow, kO)), M::kStragglerWait);
+  // Without memory.used nothing shows it holds a model: no save is read into it.
+  std::vector<GpuView> unknown = {Starved(V(0, L::kLow)), V(1, L::kSpin)};
+  unknown[0].proc = ProcState::kUnknown;
+  for (GpuView& v : unknown) v.interval_s = 15;
+  EXPECT_EQ(CountJob(unknown, kNow, kO).starved_quiet, 0);
+  EXPECT_EQ(ClassifyJob(CountJob(unknown, kNow, kO)), M::kStragglerWait);
+}
+
 struct CountRow {
   std::vector<GpuView> views;
   int active, spin, busy, partial, low, gone, starved;

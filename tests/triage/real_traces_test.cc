@@ -244,7 +244,10 @@ TEST_F(RealTraces, CoarseCheckpointsAreListedWithTheTimeTheirReadingsStandFor) {
       Resampled("grantwilkins_training_profile_ckpt100.csv", 150, false, tmp);
   TraceResult r = TriageFile(std::filesystem::path(every15).filename(), tmp.path() + "/");
   EXPECT_TRUE(r.hangs.empty());
-  ASSERT_GE(r.checkpoints.size(), 2u);
+  // Rank 0's readings alternate training and saves, which its window reads as starvation: quiet
+  // while the others spin, it is still the rank they wait on. Before: 3 of the 9 saves listed,
+  // rank 0 72.7 % starved and its peers' waits `communication`.
+  EXPECT_GE(r.checkpoints.size(), 8u) << "the nine rank-0 saves";
   for (const auto& c : r.checkpoints) {
     EXPECT_GE(c.covered_ms(), 14'000) << c.start_ms;
     EXPECT_LE(c.covered_ms(), 120'000) << c.start_ms;
