@@ -212,6 +212,13 @@ JobCounts Counts(int active, int spin, int busy, int partial, int low, int gone,
   return c;
 }
 
+// Counts plus n ranks starved by their window but quiet in a coarse reading.
+JobCounts StarvedQuiet(JobCounts c, int n) {
+  c.active += n;
+  c.starved_quiet = n;
+  return c;
+}
+
 TEST(ClassifierTest, ClassifyJob) {
   using M = JobMode;
   const std::vector<JobRow> rows = {
@@ -231,27 +238,12 @@ TEST(ClassifierTest, ClassifyJob) {
        "spinning peers + a rank still computing = straggler (communication)"},
       {Counts(8, 7, 0, 1, 0, 0), M::kStragglerWait, "a rank with partial kernels still works"},
       {Counts(8, 7, 0, 0, 0, 0, 1), M::kStragglerWait, "a starved rank still works"},
-      {[] {
-         JobCounts c = Counts(8, 7, 0, 0, 0, 0);
-         c.starved_quiet = 1;
-         return c;
-       }(),
-       M::kCheckpointWait,
+      {StarvedQuiet(Counts(7, 7, 0, 0, 0, 0), 1), M::kCheckpointWait,
        "peers spin on a rank quiet in a coarse reading (its window alternates training and "
        "saves): rank 0's save at 15 s sampling"},
-      {[] {
-         JobCounts c = Counts(8, 0, 0, 0, 7, 0);
-         c.starved_quiet = 1;
-         return c;
-       }(),
-       M::kWorking,
+      {StarvedQuiet(Counts(7, 0, 0, 0, 7, 0), 1), M::kWorking,
        "with nobody spinning a starved-quiet rank still counts as working: no all-rank quiet"},
-      {[] {
-         JobCounts c = Counts(4, 1, 0, 0, 0, 0);
-         c.starved_quiet = 3;
-         return c;
-       }(),
-       M::kStragglerWait,
+      {StarvedQuiet(Counts(1, 1, 0, 0, 0, 0), 3), M::kStragglerWait,
        "one rank spinning while three starved ranks are quiet (4-GPU inference between bursts "
        "at 15 s): not a wait on savers"},
       {Counts(8, 0, 0, 0, 8, 0), M::kAllQuiet,
