@@ -250,12 +250,10 @@ std::string RenderText(const TriageReport& r, bool color) {
     out += fmt::format("\nCheckpoints: {} ({} in all)\n", r.checkpoints.size(), Duration(total));
     for (const auto& c : r.checkpoints) {
       // Each reading stands for the interval before it: one reading at 15 s sampling is 15 s.
+      const std::string span = Duration(static_cast<double>(c.covered_ms()) / 1000.0);
       const std::string when =
-          c.start_ms == c.end_ms
-              ? fmt::format("{} ({}, one reading)", ts(c.start_ms),
-                            Duration(static_cast<double>(c.covered_ms()) / 1000.0))
-              : fmt::format("{} .. {} ({})", ts(c.start_ms), ts(c.end_ms),
-                            Duration(static_cast<double>(c.covered_ms()) / 1000.0));
+          c.start_ms == c.end_ms ? fmt::format("{} ({}, one reading)", ts(c.start_ms), span)
+                                 : fmt::format("{} .. {} ({})", ts(c.start_ms), ts(c.end_ms), span);
       out +=
           fmt::format("  {}: {}\n", when, c.all_ranks ? "all ranks saving" : CheckpointWho(r, c));
     }

@@ -253,9 +253,6 @@ void CheckpointTracker::Update(JobMode mode, std::span<const GpuView> views, int
       writer_last_ms_.clear();
     }
     open_->end_ms = now_ms;
-    for (const GpuView& v : views) {
-      if (v.in_job) open_->interval_ms = std::max(open_->interval_ms, ToMs(v.interval_s));
-    }
     if (open_->all_ranks) {
       // Quiet while every rank was quiet says nothing about who saved: the writers are the ranks
       // quiet while the others waited (the ckpt1 trace: GPU0 saved, GPU1-7 spun in a barrier).
@@ -269,9 +266,9 @@ void CheckpointTracker::Update(JobMode mode, std::span<const GpuView> views, int
     // again at each peer's sample of the tick.
     writer_last_ms_.resize(open_->writers.size(), kUnset);
     for (const GpuView& v : views) {
-      if (!v.in_job || v.cls != LocalClass::kLow || now_ms - v.cur_ms > ToMs(v.interval_s) / 2) {
-        continue;
-      }
+      if (!v.in_job) continue;
+      open_->interval_ms = std::max(open_->interval_ms, ToMs(v.interval_s));
+      if (v.cls != LocalClass::kLow || now_ms - v.cur_ms > ToMs(v.interval_s) / 2) continue;
       const auto it = std::find(open_->writers.begin(), open_->writers.end(), v.key);
       const auto i = static_cast<size_t>(it - open_->writers.begin());
       if (it == open_->writers.end()) {
