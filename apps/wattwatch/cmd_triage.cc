@@ -1,6 +1,9 @@
 // `wattwatch triage`: flags and printing only; the work is in src/triage and src/report.
+#include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -135,11 +138,6 @@ int RunTriage(const TriageFlags& f) {
       return kExitBadInput;
     }
   }
-  auto inputs = f.prometheus.empty() ? OpenTelemetryFiles(f.files, io) : OpenPrometheusInput(f);
-  if (!inputs.ok()) {
-    std::cerr << "wattwatch triage: " << inputs.status().message() << "\n";
-    return kExitBadInput;
-  }
   std::map<std::string, double> offsets_s;
   for (const auto& spec : f.host_offsets) {
     auto o = triage::ParseHostOffset(spec);
@@ -149,42 +147,91 @@ int RunTriage(const TriageFlags& f) {
     }
     offsets_s[o->first] = o->second;
   }
-  auto shifted = triage::HostOffsetSource::Create(inputs->source.get(), offsets_s);
-  if (!shifted.ok()) {
-    std::cerr << "wattwatch triage: " << shifted.status().message() << "\n";
-    return kExitBadInput;
-  }
-  std::unique_ptr<TelemetrySource> shifted_source = std::move(*shifted);
-  auto* source = offsets_s.empty() ? &inputs->source : &shifted_source;
-  const auto& hosts = (*source)->hosts();
+  // One pass over the inputs with these host offsets; its engine, observers and sources.
+  struct Pass {
+    Result<OpenedInputs> inputs = Status::Internal("not opened");
+    std::unique_ptr<TelemetrySource> shifted;
+    TelemetrySource* source = nullptr;
+    report::ObserverFanout fanout;
+    std::FILE* labels_file = nullptr;
+    std::unique_ptr<report::LabelsCsvWriter> labels;
+    std::unique_ptr<report::TimelineCollector> timeline;
+    std::unique_ptr<report::RecordingSource> recording;
+    std::unique_ptr<triage::TriageEngine> engine;
+  };
   const triage::TriageOptions& opts = f.triage;
-
-  report::ObserverFanout fanout;
-  std::FILE* labels_file = nullptr;
-  std::unique_ptr<report::LabelsCsvWriter> labels;
-  if (!f.labels.empty()) {
-    labels_file = f.labels == "-" ? stdout : std::fopen(f.labels.c_str(), "w");
-    if (!labels_file) {
-      std::cerr << "wattwatch triage: " << f.labels << ": cannot write\n";
+  auto run_pass = [&](const std::map<std::string, double>& offsets, Pass* p) -> int {
+    p->inputs = f.prometheus.empty() ? OpenTelemetryFiles(f.files, io) : OpenPrometheusInput(f);
+    if (!p->inputs.ok()) {
+      std::cerr << "wattwatch triage: " << p->inputs.status().message() << "\n";
       return kExitBadInput;
     }
-    labels = std::make_unique<report::LabelsCsvWriter>(labels_file, hosts, false);
-    fanout.Add(labels.get());
+    auto shifted = triage::HostOffsetSource::Create(p->inputs->source.get(), offsets);
+    if (!shifted.ok()) {
+      std::cerr << "wattwatch triage: " << shifted.status().message() << "\n";
+      return kExitBadInput;
+    }
+    p->shifted = std::move(*shifted);
+    p->source = offsets.empty() ? p->inputs->source.get() : p->shifted.get();
+    const auto& hosts = p->source->hosts();
+    if (!f.labels.empty()) {
+      p->labels_file = f.labels == "-" ? stdout : std::fopen(f.labels.c_str(), "w");
+      if (!p->labels_file) {
+        std::cerr << "wattwatch triage: " << f.labels << ": cannot write\n";
+        return kExitBadInput;
+      }
+      p->labels = std::make_unique<report::LabelsCsvWriter>(p->labels_file, hosts, false);
+      p->fanout.Add(p->labels.get());
+    }
+    // --html: a decorator records power/util per time bucket, an observer the labels.
+    p->timeline = std::make_unique<report::TimelineCollector>(opts.thresholds);
+    p->recording = std::make_unique<report::RecordingSource>(p->source, p->timeline.get());
+    if (!f.html.empty()) p->fanout.Add(p->timeline.get());
+    p->engine = std::make_unique<triage::TriageEngine>(opts, &p->fanout);
+    Status st = f.html.empty() ? triage::RunToEnd(*p->source, *p->engine)
+                               : triage::RunToEnd(*p->recording, *p->engine);
+    if (p->labels) p->labels->Flush();
+    if (p->labels_file && p->labels_file != stdout) std::fclose(p->labels_file);
+    p->labels_file = nullptr;
+    if (!st.ok()) {
+      std::cerr << "wattwatch triage: " << st.message() << "\n";
+      return kExitBadInput;
+    }
+    return kExitOk;
+  };
+  auto pass = std::make_unique<Pass>();
+  if (int rc = run_pass(offsets_s, pass.get()); rc != kExitOk) return rc;
+  // A host clock that triage measured off by more than skew_warn_s is corrected by default, so
+  // onsets and confirmations are on one clock (a second pass over files; standard input and
+  // Prometheus are read once). --host-offset overrides.
+  std::vector<std::string> corrected;
+  const bool rereadable =
+      f.prometheus.empty() && std::find(f.files.begin(), f.files.end(), "-") == f.files.end();
+  if (f.host_offsets.empty() && rereadable && f.labels != "-") {
+    std::map<std::string, double> measured;
+    const auto& hosts = pass->source->hosts();
+    for (const triage::HostSkew& k : pass->engine->host_skews()) {
+      if (std::abs(k.offset_s) <= opts.skew_warn_s || k.host >= hosts.size()) continue;
+      measured[hosts[k.host]] = -k.offset_s;
+      corrected.push_back(fmt::format(
+          "{}'s clock read {:.1f} s {} {}'s ({} moments all GPUs changed together agree): "
+          "corrected by {:+.1f} s (pass --host-offset {}=0 to keep it as logged)",
+          hosts[k.host], std::abs(k.offset_s), k.offset_s > 0 ? "ahead of" : "behind", hosts[0],
+          k.matches, -k.offset_s, hosts[k.host]));
+    }
+    if (!measured.empty()) {
+      auto again = std::make_unique<Pass>();
+      if (int rc = run_pass(measured, again.get()); rc != kExitOk) return rc;
+      pass = std::move(again);
+    }
   }
-  // --html: a decorator records power/util per time bucket, an observer the labels.
-  report::TimelineCollector timeline(opts.thresholds);
-  report::RecordingSource recording(source->get(), &timeline);
-  if (!f.html.empty()) fanout.Add(&timeline);
-  triage::TriageEngine engine(opts, &fanout);
-  Status st =
-      f.html.empty() ? triage::RunToEnd(**source, engine) : triage::RunToEnd(recording, engine);
-  if (labels) labels->Flush();
-  if (labels_file && labels_file != stdout) std::fclose(labels_file);
-  if (!st.ok()) {
-    std::cerr << "wattwatch triage: " << st.message() << "\n";
-    return kExitBadInput;
-  }
-  auto rep = report::MakeReport(engine, hosts, (*source)->warnings());
+  OpenedInputs* inputs = &*pass->inputs;
+  TelemetrySource* source = pass->source;
+  const auto& hosts = source->hosts();
+  triage::TriageEngine& engine = *pass->engine;
+  report::TimelineCollector& timeline = *pass->timeline;
+  auto rep = report::MakeReport(engine, hosts, source->warnings());
+  for (const auto& c : corrected) rep.notes.push_back(c);
   if (inputs->renamed_hosts) {
     for (const auto& in : inputs->inputs) rep.host_paths.push_back(in.path);
   }

@@ -14,6 +14,8 @@ void AddGateCommand(CLI::App& app, int* exit_code);
 void AddDevicesCommand(CLI::App& app, int* exit_code);
 void AddRecordCommand(CLI::App& app, int* exit_code);
 void AddTopCommand(CLI::App& app, int* exit_code);
+// `check`: sample a node for a few seconds and give the hang verdict.
+void AddCheckCommand(CLI::App& app, int* exit_code);
 // `watch` and `run`, which share their flags.
 void AddWatchCommands(CLI::App& app, int* exit_code);
 void AddIobenchCommand(CLI::App& app, int* exit_code);

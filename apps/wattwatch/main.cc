@@ -142,6 +142,7 @@ int main(int argc, char** argv) {
   ww::app::AddDevicesCommand(app, &exit_code);
   ww::app::AddRecordCommand(app, &exit_code);
   ww::app::AddTopCommand(app, &exit_code);
+  ww::app::AddCheckCommand(app, &exit_code);
   ww::app::AddWatchCommands(app, &exit_code);
   ww::app::AddIobenchCommand(app, &exit_code);
   ww::app::AddScalingCommand(app, &exit_code);

@@ -159,6 +159,11 @@ TriageReport MakeReport(const triage::TriageEngine& engine, std::vector<std::str
     const double span_s = static_cast<double>(r.last_ms - r.first_ms) / 1000.0;
     if (span_s < confirm_s) {
       r.hang_unknown = "the log spans " + too_short(span_s, samples, "the job");
+      // What one snapshot can say: each GPU against its board's bands (snapshot.h).
+      std::vector<triage::SnapshotReading> readings;
+      for (const auto& g : r.gpus) readings.push_back(g.EarlyReading());
+      r.snapshot =
+          triage::JudgeSnapshot(readings, engine.options().thresholds, engine.options().world_size);
     } else {
       r.gpu_hang_unknown.resize(r.gpus.size());
       for (size_t i = 0; i < r.gpus.size(); ++i) {
@@ -169,6 +174,20 @@ TriageReport MakeReport(const triage::TriageEngine& engine, std::vector<std::str
         r.notes.push_back(GpuLabel(r, g.key) + ": " + r.gpu_hang_unknown[i]);
       }
     }
+  }
+  if (!r.hang_episodes.empty()) {
+    r.hang_verdict = triage::HangVerdict::kConfirmed;
+  } else if (r.snapshot) {
+    r.hang_verdict = r.snapshot->verdict;
+  } else if (r.gpus.empty()) {
+    r.hang_verdict = triage::HangVerdict::kUnknown;
+  } else {
+    // No hang seen: unknown where some GPU's signals cannot show one.
+    bool blind = false;
+    for (const auto& e : r.evidence) {
+      for (const auto& d : e.cannot_tell_apart) blind = blind || d.affects_hang;
+    }
+    r.hang_verdict = blind ? triage::HangVerdict::kUnknown : triage::HangVerdict::kNone;
   }
   return r;
 }
@@ -203,8 +222,41 @@ std::string RenderText(const TriageReport& r, bool color) {
       }
     }
   }
-  if (!r.hang_unknown.empty()) {
+  if (r.snapshot && r.snapshot->verdict == triage::HangVerdict::kSuspected) {
+    const auto& sv = *r.snapshot;
+    out += fmt::format("{}Suspected hang (one snapshot, not confirmed){}: {}\n", red, reset,
+                       GpuList(r, [&] {
+                         std::vector<GpuKey> k;
+                         for (const auto& g : sv.gpus) {
+                           if (g.state == triage::SnapshotState::kWaiting ||
+                               g.state == triage::SnapshotState::kQuiet) {
+                             k.push_back(g.key);
+                           }
+                         }
+                         return k;
+                       }()));
+    out +=
+        fmt::format("  culprit{}: {}\n", sv.culprits.size() == 1 ? "" : "s",
+                    sv.culprits.empty() ? "unknown (every rank waits)" : GpuList(r, sv.culprits));
+    for (const auto& reason : sv.reasons) out += fmt::format("  - {}\n", reason);
+    out += fmt::format("  - {}\n", r.hang_unknown);
+    out +=
+        "  confirm it: `wattwatch check --seconds 60` on the node (NVML), or triage a log of at "
+        "least 30 s\n";
+  } else if (r.snapshot && r.snapshot->verdict == triage::HangVerdict::kNone) {
+    out += fmt::format("{}No hang in this snapshot{} (not a confirmation: {}).\n", green, reset,
+                       r.hang_unknown);
+    for (const auto& reason : r.snapshot->reasons) out += fmt::format("  - {}\n", reason);
+  } else if (!r.hang_unknown.empty()) {
     out += fmt::format("Hang unknown: {}.\n", r.hang_unknown);
+    if (r.snapshot) {
+      for (const auto& reason : r.snapshot->reasons) out += fmt::format("  - {}\n", reason);
+      if (!r.snapshot->missing.empty()) {
+        std::string m;
+        for (const auto& x : r.snapshot->missing) m += (m.empty() ? "" : ", ") + x;
+        out += fmt::format("  - missing: {}\n", m);
+      }
+    }
   } else if (r.hang_episodes.empty() && blind == 0) {
     out += fmt::format("{}No hang.{}\n", green, reset);
   } else if (r.hang_episodes.empty()) {
@@ -227,6 +279,14 @@ std::string RenderText(const TriageReport& r, bool color) {
   }
   if (!r.hang_episodes.empty()) {
     out += fmt::format("Total wasted: {:.2f} GPU-hours\n", r.wasted_gpu_hours());
+  }
+  if (r.snapshot && r.snapshot->verdict != triage::HangVerdict::kNone) {
+    out += "\nSnapshot (each GPU against its board's bands):\n";
+    for (const auto& g : r.snapshot->gpus) {
+      out += fmt::format("  {}{}: {} ({})\n", GpuLabel(r, g.key),
+                         g.board.empty() ? " [unknown board]" : " [" + g.board + "]",
+                         triage::SnapshotStateName(g.state), g.text);
+    }
   }
   if (!r.events.empty()) {
     out += "\nEvents:\n";
@@ -438,10 +498,25 @@ nlohmann::json RenderJson(const TriageReport& r) {
   }
   out["stragglers"] = std::move(stragglers);
   if (!r.stragglers_unknown.empty()) out["stragglers_unknown"] = r.stragglers_unknown;
-  if (!r.hang_unknown.empty()) {
-    // The hang verdict, said only where it is not what hang_episodes implies (a log too short).
-    out["hang_verdict"] = "unknown";
-    out["hang_unknown"] = r.hang_unknown;
+  out["hang_verdict"] = triage::HangVerdictName(r.hang_verdict);
+  if (!r.hang_unknown.empty()) out["hang_unknown"] = r.hang_unknown;
+  if (r.snapshot) {
+    json gpus = json::array();
+    for (const auto& g : r.snapshot->gpus) {
+      json gj = KeyJson(r, g.key);
+      gj["state"] = triage::SnapshotStateName(g.state);
+      gj["board"] = g.board.empty() ? json(nullptr) : json(g.board);
+      gj["reading"] = g.text;
+      gpus.push_back(std::move(gj));
+    }
+    json snap = {{"gpus", gpus}, {"reasons", r.snapshot->reasons}};
+    if (!r.snapshot->missing.empty()) snap["missing"] = r.snapshot->missing;
+    out["snapshot"] = std::move(snap);
+    if (r.snapshot->verdict == triage::HangVerdict::kSuspected) {
+      json culprits = json::array();
+      for (GpuKey k : r.snapshot->culprits) culprits.push_back(KeyJson(r, k));
+      out["hang_suspected"] = {{"reasons", r.snapshot->reasons}, {"culprits", culprits}};
+    }
   }
   return out;
 }

@@ -9,6 +9,7 @@
 
 #include "triage/engine.h"
 #include "triage/evidence.h"
+#include "triage/snapshot.h"
 
 namespace ww::report {
 
@@ -30,6 +31,11 @@ struct TriageReport {
   // in a longer log.
   std::string hang_unknown;
   std::vector<std::string> gpu_hang_unknown;
+  // The job's hang verdict (JSON `hang_verdict`): confirmed with an episode; for a log too short
+  // to confirm one, the one-snapshot verdict (`snapshot`); unknown when the signals cannot show a
+  // hang; else none.
+  triage::HangVerdict hang_verdict = triage::HangVerdict::kNone;
+  std::optional<triage::SnapshotVerdict> snapshot;
   std::vector<std::string> warnings;  // documented skips from the readers
   std::vector<std::string> notes;     // from the engine
   int64_t first_ms = 0;

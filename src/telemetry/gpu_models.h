@@ -1,8 +1,20 @@
-// Known GPU models: board power limits and idle floors that seed the triage calibration and drive
-// the simulator. A model missing here still works: triage calibrates from the trace itself.
+// Board knowledge: what each NVIDIA board people train and serve on draws idle, while a rank waits
+// in a collective (a spin: utilization pegged, almost no SM work) and while it computes, with the
+// source of each number. The table (gpu_models.cc) is the one place these numbers live: the
+// triage calibration, the one-snapshot verdict and the simulator all read it. A board missing
+// here still works: triage then learns the range from the log itself, and says so.
+//
+// Matching (MatchBoard): by the name as nvidia-smi, DCGM and W&B print it ("NVIDIA H100 80GB
+// HBM3", "Tesla V100-SXM2-16GB", the truncated "Tesla V100-SXM2..."), on token boundaries and
+// longest key first (so "NVIDIA GB200" is a GB200, not a B200); else by power limit and memory
+// total when exactly one kind of board has both.
+// Thread-safety: the table is immutable after first use; every function may be called from any
+// thread.
 #pragma once
 
 #include <optional>
+#include <span>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -10,13 +22,31 @@ namespace ww {
 
 struct GpuModel {
   std::string_view name;   // as nvidia-smi prints it
-  std::string_view match;  // lower-case substring that identifies the model in a name
+  std::string_view match;  // the key `simulate --model` takes (and the primary name key)
   double tdp_w;            // default board power limit
   double idle_w;           // no process, clocks down
   double max_sm_clock_mhz;
   double idle_sm_clock_mhz;
   double mem_clock_mhz;
-  double memory_total_mib;
+  double memory_total_mib;  // 0: not reported (unified memory)
+  // Idle with a CUDA context held (P0, no kernels).
+  double context_w = 0;
+  // The band a rank waiting in a collective draws (utilization pegged): spin_lo_w..spin_hi_w.
+  // A polling kernel can read as low as the idle floor (a DGX-1 V100 hang read idle power), so
+  // the lower edge is informative only; the upper edge is what separates a wait from work.
+  double spin_lo_w = 0;
+  double spin_hi_w = 0;
+  // Sustained dense compute draws at least this (an FP32 GEMM or a memory-bound kernel can sit
+  // at half the limit; a tensor-core GEMM near the limit).
+  double compute_lo_w = 0;
+  // A typical spin reading (the simulator's level): the public figure where there is one.
+  double spin_typical_w = 0;
+  // Where the numbers come from: the data sheet for the limit and memory; a public hang thread
+  // or measured trace for the spin band; "derived" where a number follows a rule (below).
+  std::string_view source;
+  bool spin_derived = true;  // no public measurement of this board's spin: the band is derived
+  // Further name keys (normalized: lower case, without "nvidia"/"tesla"/"geforce"/"quadro").
+  std::span<const std::string_view> keys = {};
 };
 
 // The power limits a board of a known model can be set to: NVIDIA's SXM boards allow limits from
@@ -35,7 +65,31 @@ PowerLimitRange PlausiblePowerLimits(const GpuModel& model);
 
 const std::vector<GpuModel>& KnownGpuModels();
 
-// The table entry whose `match` occurs in name (case-insensitive), if any.
+// How a board was recognized.
+enum class BoardMatchKind {
+  kName,           // the name, whole or on token boundaries
+  kTruncatedName,  // a name nvidia-smi cut ("Tesla V100-SXM2..."): the boards it can be
+  kLimitMemory,    // no usable name: power limit and memory total fit one kind of board
+};
+
+struct BoardMatch {
+  const GpuModel* model = nullptr;
+  BoardMatchKind kind = BoardMatchKind::kName;
+  // "name", "truncated name 'Tesla V100-SXM2...'", "power limit 300 W and 16130 MiB"
+  std::string how;
+};
+
+// The board for a name (may be empty), a logged power limit and a memory total (either may be
+// absent). nullopt: no board fits; the caller learns from the log and says so.
+std::optional<BoardMatch> MatchBoard(std::string_view name, std::optional<double> limit_w = {},
+                                     std::optional<double> memory_total_mib = {});
+
+// The table entry for a name (MatchBoard by name alone), if any.
 std::optional<GpuModel> LookupGpuModel(std::string_view name);
+
+// The highest power any board was measured drawing while waiting in a collective (the upper
+// edges of the bands that are not derived: a GB200 at 232-280 W). With a margin, a pegged
+// reading above it is taken for work when the board is unknown.
+double MaxMeasuredSpinPowerW();
 
 }  // namespace ww

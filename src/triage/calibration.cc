@@ -31,6 +31,16 @@ constexpr uint64_t kEveryReading = 64;
 constexpr double kPeggedUtilPct = 50;
 constexpr double kPlacedSpread = 2.0;
 constexpr double kSpinMinShare = 0.02;
+// Without a limit or a model, the floor is placed by an idle reading: no kernels (utilization
+// below kQuietUtilPct, or not logged) at no more than kIdleAnchorShare of the highest readings.
+// An H100 idles at 70-125 W against 150 W spinning and 550 W computing; a reading between two
+// phases of work (0 % at 293 W beside 420 W) is no floor.
+constexpr double kQuietUtilPct = 20;
+constexpr double kIdleAnchorShare = 0.6;
+// An unknown board's spin ceiling: the highest measured spin band of any board (a GB200 at
+// 232-280 W) with a margin. Derived bands of larger boards are not measurements, and a false
+// hang kills a healthy job: a pegged reading above this is taken for work.
+constexpr double kUnknownSpinCeilingMargin = 1.2;
 
 size_t Bin(double w) {
   if (w <= 0) return 0;
@@ -46,6 +56,7 @@ PowerCalibration::PowerCalibration(const std::string& name) : all_hist_(kBins), 
     table_min_limit_w_ = limits.min_w;
     table_max_limit_w_ = limits.max_w;
     table_idle_w_ = m->idle_w;
+    table_spin_hi_w_ = m->spin_hi_w;
     table_name_ = std::string(m->name);
   }
   Recompute();
@@ -66,6 +77,10 @@ void PowerCalibration::Add(double power_w, std::optional<double> util_pct,
   ++all_hist_[Bin(power_w)];
   ++all_count_;
   if (!util_pct || *util_pct < kPeggedUtilPct) ++unpegged_count_;
+  if ((!util_pct || *util_pct < kQuietUtilPct) && power_w < quiet_min_w_) {
+    quiet_min_w_ = power_w;
+    if (!placed_) since_recompute_ = 1 << 30;  // an idle reading may place the range now
+  }
   if (util_pct && *util_pct >= 90) {
     ++busy_hist_[Bin(power_w)];
     ++busy_count_;
@@ -131,8 +146,13 @@ void PowerCalibration::Recompute() {
     floor_w_ = prior_floor < 1e8 ? prior_floor : 0;
   }
   if (top_w_ <= floor_w_ + 1) top_w_ = floor_w_ + std::max(1.0, floor_w_ * kFloorToTopPrior);
-  placed_ = !(top_from_observation_ && have_obs && unpegged_count_ == 0 &&
-              obs_top < kPlacedSpread * obs_floor);
+  // Placed by a limit or a model; else by an idle reading well below the highest ones (the top
+  // of the observed readings, which a log holding only a spin or only compute keeps close to
+  // its floor). The old rule (a spread of 2x with an unpegged reading) is implied: an unpegged
+  // reading that low is an idle reading.
+  placed_ =
+      !top_from_observation_ || (have_obs && quiet_min_w_ <= kIdleAnchorShare * obs_top &&
+                                 !(unpegged_count_ == 0 && obs_top < kPlacedSpread * obs_floor));
 
   // Compute level: the top of the readings taken at >= 90 % utilization (spinning collectives
   // read 100 % too, at low power, so only a high percentile is compute).
@@ -221,6 +241,16 @@ std::optional<double> PowerCalibration::SpinThresholdFrac(double comm_level_frac
   if (!spin_w_) return std::nullopt;
   const double comm_w = floor_w_ + comm_level_frac * design_range_w();
   return Normalize(*spin_w_ + 0.5 * (comm_w - *spin_w_));
+}
+
+std::optional<double> PowerCalibration::BoardSpinThresholdFrac() const {
+  if (!table_spin_hi_w_) return std::nullopt;
+  return Normalize(*table_spin_hi_w_);
+}
+
+std::optional<double> PowerCalibration::SpinCeilingFrac() const {
+  if (table_tdp_w_) return std::nullopt;
+  return Normalize(kUnknownSpinCeilingMargin * MaxMeasuredSpinPowerW());
 }
 
 std::optional<std::string> PowerCalibration::implausible_limit_note() const {

@@ -42,11 +42,22 @@ class PowerCalibration {
   std::optional<double> SpinThresholdFrac(double comm_level_frac) const;
 
   // False when power cannot be placed in the board's range: no power.limit, no known model, and
-  // every reading so far pegged (utilization >= 50 %) within a narrow band. A log that starts
-  // mid-training and a log that holds only a hang then look alike (flat power at full
-  // utilization: an H100 computing at 550 W, or a larger board spinning there), so power tells
-  // nothing until an idle or a clearly lower reading shows where the floor is.
+  // no idle reading (utilization below 20 % or not logged, at most kIdleAnchorShare of the
+  // highest readings). A range the log defines by itself is no range: a log that starts
+  // mid-training and a log that holds only a hang look alike (flat power at full utilization: an
+  // H100 computing at 550 W, or a larger board spinning there), and training at 300 W beside an
+  // FP32 filler GEMM at 400 W reads as a spin below compute. Power tells nothing about a wait
+  // until an idle reading shows where the floor is.
   bool placed() const { return placed_; }
+
+  // The board's own spin threshold from the table (gpu_models.h): the upper edge of the band its
+  // ranks draw waiting in a collective, as a fraction of [floor, top]; nullopt for an unknown
+  // board. A T4 waits at 57 % of its limit, where the default threshold would read work.
+  std::optional<double> BoardSpinThresholdFrac() const;
+  // For an unknown board: no board spins above MaxSpinPowerAnyBoardW() plus a margin, so a pegged
+  // reading above this fraction of [floor, top] is work whatever the board; nullopt for a known
+  // board (its own band decides).
+  std::optional<double> SpinCeilingFrac() const;
 
   // Power as a fraction of [floor, top].
   double Normalize(double power_w) const {
@@ -69,6 +80,8 @@ class PowerCalibration {
   std::optional<double> table_min_limit_w_, table_max_limit_w_;
   std::optional<double> implausible_limit_w_;  // the first implausible limit logged
   std::optional<double> table_idle_w_;
+  std::optional<double> table_spin_hi_w_;
+  double quiet_min_w_ = 1e18;  // lowest reading without kernels (utilization < 20 % or unlogged)
   std::string table_name_;
   std::optional<double> limit_w_;
   std::vector<uint32_t> all_hist_;   // 2 W bins

@@ -48,6 +48,9 @@ struct Thresholds {
   double spin_sm_activity_band_max = 0.3;
   double spin_tensor_activity_max = 0.05;
   double spin_dram_activity_max = 0.1;
+  // At or above these, a pegged low-power reading moves memory or bytes: work, not a wait.
+  double spin_mem_util_max_pct = 3;
+  double spin_link_bytes_per_s_max = 50e6;
 };
 
 // What the memory reading says about the process on this GPU.
@@ -77,9 +80,17 @@ struct LocalInput {
   // The board's own spin threshold (power fraction), learned from the trace; used where it is
   // above Thresholds::spin_power_frac.
   std::optional<double> spin_power_frac;
-  std::optional<double> sm_activity;      // DCGM SM activity, 0..1, when logged
-  std::optional<double> tensor_activity;  // DCGM tensor pipe activity, 0..1, when logged
-  std::optional<double> dram_activity;    // DCGM DRAM activity, 0..1, when logged
+  // No board waits in a collective above this power fraction (an unknown board: the highest
+  // measured spin of any board); a pegged reading above it is work. nullopt: no ceiling.
+  std::optional<double> spin_ceiling_frac;
+  // What the memory controller and the links moved (when logged): a rank waiting in a collective
+  // polls a flag and moves neither; a molecular-dynamics or CFD code pegged at 25-30 % of its
+  // limit keeps a few percent of memory utilization and steady PCIe traffic.
+  std::optional<double> util_mem_pct;
+  std::optional<double> link_bytes_per_s;  // PCIe + NVLink, tx + rx
+  std::optional<double> sm_activity;       // DCGM SM activity, 0..1, when logged
+  std::optional<double> tensor_activity;   // DCGM tensor pipe activity, 0..1, when logged
+  std::optional<double> dram_activity;     // DCGM DRAM activity, 0..1, when logged
 };
 
 LocalClass ClassifyLocal(const LocalInput& in, const Thresholds& t);

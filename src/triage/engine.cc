@@ -60,6 +60,46 @@ std::optional<double> GpuStats::comm_share() const {
   return m / (c + m);
 }
 
+namespace {
+
+// The snapshot reading of a GPU's first hang_confirm_s (GpuStats::early).
+void RecordEarly(const GpuSample& s, GpuStats* st) {
+  SnapshotReading& e = st->early;
+  e.key = s.key;
+  if (auto p = s.power_w ? s.power_w : s.power_instant_w) {
+    st->early_power_sum_w += *p;
+    ++st->early_power_n;
+  }
+  if (s.util_gpu_pct) {
+    st->early_util_sum_pct += *s.util_gpu_pct;
+    ++st->early_util_n;
+  }
+  if (s.power_limit_w) e.power_limit_w = s.power_limit_w;
+  if (s.util_mem_pct) e.util_mem_pct = s.util_mem_pct;
+  if (s.mem_used_mib) e.mem_used_mib = s.mem_used_mib;
+  if (s.mem_total_mib) e.mem_total_mib = s.mem_total_mib;
+  if (s.temperature_c) e.temperature_c = s.temperature_c;
+  if (s.sm_activity_ratio) e.sm_activity = s.sm_activity_ratio;
+  if (s.pcie_tx_bytes_per_s || s.pcie_rx_bytes_per_s) {
+    e.pcie_bytes_per_s = s.pcie_tx_bytes_per_s.value_or(0) + s.pcie_rx_bytes_per_s.value_or(0);
+  }
+  if (s.nvlink_tx_bytes_per_s || s.nvlink_rx_bytes_per_s) {
+    e.nvlink_bytes_per_s =
+        s.nvlink_tx_bytes_per_s.value_or(0) + s.nvlink_rx_bytes_per_s.value_or(0);
+  }
+}
+
+}  // namespace
+
+SnapshotReading GpuStats::EarlyReading() const {
+  SnapshotReading r = early;
+  r.key = key;
+  r.name = name;
+  if (early_power_n > 0) r.power_w = early_power_sum_w / static_cast<double>(early_power_n);
+  if (early_util_n > 0) r.util_pct = early_util_sum_pct / static_cast<double>(early_util_n);
+  return r;
+}
+
 TriageEngine::TriageEngine(TriageOptions options, TriageObserver* observer)
     : options_(options),  // trivially copyable: a move would copy anyway
       observer_(observer),
@@ -126,6 +166,9 @@ void TriageEngine::Add(const GpuSample& s) {
     g.stats.first_ms = s.timestamp_ms;
   }
   g.stats.last_ms = s.timestamp_ms;
+  if (static_cast<double>(s.timestamp_ms - g.stats.first_ms) < 1000 * options_.hang_confirm_s) {
+    RecordEarly(s, &g.stats);
+  }
   SignalCounts& sig = g.stats.signals;
   if (s.power_w || s.power_instant_w) ++(g.windows.power_placed() ? sig.power : sig.power_unplaced);
   if (s.util_gpu_pct) ++sig.utilization;
@@ -322,6 +365,39 @@ void TriageEngine::OnGap(int64_t gap_start_ms, int64_t now_ms) {
   OnHangUpdate(hang_.Interrupt(gap_start_ms), gap_start_ms);
   OnQuietUpdate(quiet_.End());
   checkpoints_.Finish();
+}
+
+namespace {
+
+// A board whose wait reaches the level collectives draw (a T4): its power split says nothing.
+bool WaitsAsHighAsCollectives(const GpuWindows& w, const TriageOptions& o) {
+  const auto wait = w.calibration().BoardSpinThresholdFrac();
+  return wait && *wait >= o.thresholds.comm_level_frac;
+}
+
+}  // namespace
+
+std::vector<Straggler> TriageEngine::stragglers() const {
+  if (!stragglers_unknown().empty()) return {};
+  return stragglers_.Find();
+}
+
+std::string TriageEngine::stragglers_unknown() const {
+  const bool has_activity = [&] {
+    for (const auto& [key, g] : gpus_) {
+      if (g->stats.signals.activity > 0) return true;
+    }
+    return false;
+  }();
+  if (!has_activity) {
+    for (const auto& [key, g] : gpus_) {
+      if (WaitsAsHighAsCollectives(g->windows, options_)) {
+        return "this board waits in a collective as high as collectives moving data draw, so "
+               "power cannot time the ranks (DCGM's activity counters can)";
+      }
+    }
+  }
+  return stragglers_.UnknownReason();
 }
 
 std::vector<std::string> TriageEngine::notes() const {

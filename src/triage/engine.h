@@ -31,6 +31,7 @@
 #include "triage/host_clock.h"
 #include "triage/job_eval.h"
 #include "triage/options.h"
+#include "triage/snapshot.h"
 #include "triage/stragglers.h"
 
 namespace ww::triage {
@@ -85,6 +86,12 @@ struct GpuStats {
   std::string comm_share_unknown;
   // communication / (compute + communication); nullopt without training time or when unknown.
   std::optional<double> comm_share() const;
+  // The GPU's typical reading over its first hang_confirm_s (power and utilization averaged, the
+  // rest the latest), for the one-snapshot verdict of a log too short to confirm a hang.
+  SnapshotReading early;
+  double early_power_sum_w = 0, early_util_sum_pct = 0;
+  int64_t early_power_n = 0, early_util_n = 0;
+  SnapshotReading EarlyReading() const;
 };
 
 // Receives results as they become final. All callbacks run on the thread that calls Add/Finish.
@@ -138,9 +145,11 @@ class TriageEngine {
   // that disagrees with the others. (Per-GPU notes are in gpu_stats().)
   std::vector<std::string> notes() const;
   // Ranks consistently slower than their peers over training (stragglers.h).
-  std::vector<Straggler> stragglers() const { return stragglers_.Find(); }
-  // Why stragglers could not be judged (coarse sampling without activity counters), or "".
-  std::string stragglers_unknown() const { return stragglers_.UnknownReason(); }
+  // None where the power split cannot time the ranks (stragglers_unknown says why).
+  std::vector<Straggler> stragglers() const;
+  // Why stragglers could not be judged (coarse sampling without activity counters, a board that
+  // waits as high as collectives draw), or "".
+  std::string stragglers_unknown() const;
   // Lost GPUs and gaps, in the order seen.
   const std::vector<TriageEvent>& events() const { return events_; }
   double wasted_gpu_hours() const;

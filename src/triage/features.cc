@@ -57,6 +57,16 @@ bool GpuWindows::Add(const GpuSample& s) {
   if (power) in.power_frac = p.power_frac;
   in.proc = p.proc;
   in.spin_power_frac = cal_.SpinThresholdFrac(options_.thresholds.comm_level_frac);
+  if (auto board = cal_.BoardSpinThresholdFrac()) {
+    in.spin_power_frac = std::max(in.spin_power_frac.value_or(0), *board);
+  }
+  in.spin_ceiling_frac = cal_.SpinCeilingFrac();
+  in.util_mem_pct = s.util_mem_pct;
+  if (s.pcie_tx_bytes_per_s || s.pcie_rx_bytes_per_s || s.nvlink_tx_bytes_per_s ||
+      s.nvlink_rx_bytes_per_s) {
+    in.link_bytes_per_s = s.pcie_tx_bytes_per_s.value_or(0) + s.pcie_rx_bytes_per_s.value_or(0) +
+                          s.nvlink_tx_bytes_per_s.value_or(0) + s.nvlink_rx_bytes_per_s.value_or(0);
+  }
   in.sm_activity = s.sm_activity_ratio;
   in.tensor_activity = s.tensor_activity_ratio;
   in.dram_activity = s.dram_bw_util_ratio;
@@ -120,6 +130,16 @@ bool GpuWindows::NextReady(SampleFeatures* out) {
 }
 
 std::optional<std::string> GpuWindows::comm_share_unknown_reason() const {
+  // A board that waits in a collective above the level collectives moving data draw (a T4 at
+  // 57 % of its limit): power cannot split its busy time between compute and communication.
+  if (auto wait = cal_.BoardSpinThresholdFrac();
+      wait && *wait >= options_.thresholds.comm_level_frac) {
+    return fmt::format(
+        "this board waits in a collective at up to {:.0f} % of its power range, where "
+        "collectives moving data also draw: power cannot split its busy time between compute "
+        "and communication",
+        100 * *wait);
+  }
   if (interval_s_ <= options_.comm_share_max_interval_s) return std::nullopt;
   return fmt::format(
       "power is a ~1 s average read every {:.0f} s: how steps split between compute and "

@@ -622,7 +622,10 @@ TEST(NvsmiLogTest, UnusableFilesAreClearErrors) {
       {"no_header.csv", "hello, world\n1, 2\n", ":1: not an nvidia-smi log header"},
       {"no_reading.csv", "timestamp, index, temperature.gpu\n" + Ts(0) + ", 0, 40\n",
        ":1: no power.draw or utilization.gpu column"},
-      {"no_time.csv", "index, power.draw [W]\n0, 100 W\n",
+      // One reading per GPU without time is a snapshot; a second one needs the interval.
+      {"no_time.csv", "index, power.draw [W]\n0, 100 W\n0, 100 W\n",
+       ":1: no timestamp column and more than one reading per GPU; pass --interval-ms"},
+      {"no_time_positional.csv", "power.draw [W]\n100 W\n",
        ":1: no timestamp column; pass --interval-ms"},
       {"bad_timestamps.csv",
        [] {

@@ -338,9 +338,17 @@ TEST(HardeningHosts, ClockSkewIsNotedAndCorrected) {
   ASSERT_FALSE(ref.at("checkpoints").empty()) << Dump(ref);
   EXPECT_THAT(ref.at("notes").dump(), Not(HasSubstr("clock")));
 
+  // By default the measured offset is applied (issue 29): one clock for onsets and saves, and a
+  // note saying what was corrected and how to keep the clock as logged.
   const json j = TriageJson(a + " " + skewed);
-  EXPECT_THAT(j.at("notes").dump(), HasSubstr("node1's clock reads 30"));
-  EXPECT_THAT(j.at("notes").dump(), HasSubstr("--host-offset node1=-30"));
+  EXPECT_THAT(j.at("notes").dump(), HasSubstr("node1's clock read 30"));
+  EXPECT_THAT(j.at("notes").dump(), HasSubstr("corrected by -30"));
+  EXPECT_THAT(j.at("notes").dump(), HasSubstr("--host-offset node1=0"));
+  ASSERT_EQ(j.at("checkpoints").size(), ref.at("checkpoints").size()) << Dump(j);
+  // Kept as logged, the skew is noted with the flag that corrects it.
+  const json kept = TriageJson(a + " " + skewed + " --host-offset node1=0");
+  EXPECT_THAT(kept.at("notes").dump(), HasSubstr("node1's clock reads 30"));
+  EXPECT_THAT(kept.at("notes").dump(), HasSubstr("--host-offset node1=-30"));
 
   const json fixed = TriageJson(a + " " + skewed + " --host-offset node1=-30");
   EXPECT_THAT(fixed.at("notes").dump(), Not(HasSubstr("clock")));

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <deque>
 #include <map>
+#include <optional>
 #include <queue>
 #include <unordered_map>
 
@@ -390,6 +391,12 @@ class NvsmiLogSource final : public TelemetrySource {
         return Finish();
       }
       const bool tick_done = AssignGpu(row);
+      if (snapshot_only_ && synthetic_ticks_ > 1) {
+        return Status::InvalidInput(fmt::format(
+            "{}: no timestamp column and more than one reading per GPU; pass --interval-ms with "
+            "the logging interval (one reading per GPU is read as a snapshot)",
+            *snapshot_only_));
+      }
       if (tick_done && !pending_tick_.empty()) {
         const size_t before = out->size();
         FlushTick(out);
@@ -523,8 +530,13 @@ class NvsmiLogSource final : public TelemetrySource {
           fmt::format("{}: no power.draw or utilization.gpu column: nothing to triage", where));
     }
     if (ts_col_ < 0 && time_col_ < 0 && options_.interval_ms <= 0) {
-      return Status::InvalidInput(fmt::format(
-          "{}: no timestamp column; pass --interval-ms with the logging interval", where));
+      // One reading per GPU (`nvidia-smi --query-gpu=index,... --format=csv` run once, as pasted
+      // into a bug report) is a snapshot and needs no clock; more readings need the interval.
+      if (index_col_ < 0 && uuid_col_ < 0 && bus_col_ < 0) {
+        return Status::InvalidInput(fmt::format(
+            "{}: no timestamp column; pass --interval-ms with the logging interval", where));
+      }
+      snapshot_only_ = where;
     }
     positional_ = index_col_ < 0 && uuid_col_ < 0 && bus_col_ < 0;
     return Status::Ok();
@@ -1095,6 +1107,9 @@ class NvsmiLogSource final : public TelemetrySource {
   int last_row_index_ = -1;  // index of the previous row (a lost index follows it)
   int max_index_ = 0;
   int64_t synthetic_ticks_ = 0;
+  // No time column and no --interval-ms: only one reading per GPU is readable (a snapshot); the
+  // header's place, for the error when a second comes.
+  std::optional<std::string> snapshot_only_;
   std::optional<int64_t> last_dmon_ms_;
   int64_t day_offset_ms_ = 0;
   std::deque<Row> lookahead_;

@@ -26,14 +26,18 @@ double Hash01(uint64_t a, uint64_t b) {
   return static_cast<double>(x >> 11) * (1.0 / 9007199254740992.0);
 }
 
-// Spin power by generation: a rank polling in NCCL keeps the clocks up with almost no SM work.
-// An A100 draws ~35 % of its limit doing that, an H100 ~20 % (the real 8xH100 traces' ranks 1-7
-// read ~150 W while rank 0 saves); other boards: idle + 12 % of the range.
-double SpinPowerW(const GpuModel& m) {
-  const std::string match(m.match);
-  if (match == "a100") return 0.35 * m.tdp_w;
-  if (match == "h100" || match == "h200") return 0.20 * m.tdp_w;
-  return 0;
+// Spin power from the board table (gpu_models.cc): a rank polling in NCCL keeps the clocks up
+// with almost no SM work. The public figure where there is one (an A100 ~35 % of its limit, an
+// H100 ~20 %, a V100 ~23 %, a T4 57 %, a GB200 ~21 %); 0 for the others: idle + 12 % of the range.
+double SpinPowerW(const GpuModel& m) { return m.spin_typical_w; }
+
+// A collective moving data: ~1/3 of the range, and above a wait where a board waits high (a T4
+// polls at 57 % of its limit; moving data draws more than polling).
+double CommPowerW(const GpuModelParams& m, double cap, double spin_w) {
+  const double range = m.tdp_w - m.idle_w;
+  double comm_w = m.idle_w + 0.33 * range;
+  if (spin_w >= comm_w) comm_w = spin_w + 0.15 * range;
+  return std::min(cap, comm_w);
 }
 
 GpuModelParams FromTable(const GpuModel& m) {
@@ -95,12 +99,13 @@ std::vector<std::string> ScenarioNames() {
 }
 
 std::vector<std::string> VerdictScenarioNames() {
-  return {"single-gpu",    "single-gpu-nopower", "end-tail",
-          "end-tail-held", "off-gpu-stall",      "partial-hang"};
+  return {"single-gpu",    "single-gpu-nopower", "end-tail",       "end-tail-held",
+          "off-gpu-stall", "partial-hang",       "steady-midpower"};
 }
 
 std::vector<std::string> DroppableFields() {
-  return {"memory.used", "power.draw", "utilization.gpu", "utilization.memory"};
+  return {"memory.used",        "power.draw",  "utilization.gpu",
+          "utilization.memory", "power.limit", "name"};
 }
 
 namespace {
@@ -136,6 +141,14 @@ bool MakeVerdictScenario(const std::string& name, ScenarioConfig& c) {
     c.phases.push_back({K::kSoloWork, 50, {}});
     c.phases.push_back({K::kNoProcess, 10, {}});
     c.drop_fields.push_back("power.draw");
+  } else if (name == "steady-midpower") {
+    // A team's own logger on 8 GPUs: minutes of steady compute at half the board's power, flat,
+    // 100 % utilization (an FP32 GEMM), logged without the name, the limit or memory. A range
+    // learned from the log alone once read it as every rank spinning: a false hang.
+    prologue();
+    c.phases.push_back({K::kSteadyMidPower, 240, {}});
+    c.phases.push_back({K::kNoProcess, 10, {}});
+    for (const char* f : {"name", "power.limit", "memory.used"}) c.drop_fields.push_back(f);
   } else if (name == "end-tail") {
     // A DDP run ends; the log goes on for minutes with the GPUs at their idle floor. Logged
     // without memory.used, nothing shows the processes left (the field failure: "all ranks
@@ -394,7 +407,7 @@ Simulator::Instant Simulator::InstantAt(int rank, double t_s) {
   const double loaded_w = m.idle_w + 0.08 * range;
   const double writer_w = m.idle_w + 0.11 * range;
   const double spin_w = std::min(cap, m.spin_w > 0 ? m.spin_w : m.idle_w + 0.12 * range);
-  const double comm_w = std::min(cap, m.idle_w + 0.33 * range);
+  const double comm_w = CommPowerW(m, cap, spin_w);
   double compute_w = std::min(cap, (m.idle_w + 0.8 * range) * gpu.compute_factor);
   if (config_.straggler_throttled && rank == config_.straggler_rank) {
     compute_w = m.idle_w + 0.85 * (compute_w - m.idle_w);  // held at its (lower) cap
@@ -516,6 +529,12 @@ Simulator::Instant Simulator::InstantAt(int rank, double t_s) {
     case PhaseKind::kOffGpuStall:
       in = {GpuState::kHang, false, loaded_w, gpu.model_mem_mib, 0, true};
       break;
+    case PhaseKind::kSteadyMidPower: {
+      // Flat: the same kernel back to back (the sensor's noise is added per tick).
+      const double w = m.idle_w + 0.45 * range * gpu.compute_factor;
+      in = {GpuState::kCompute, true, std::min(cap, w), gpu.model_mem_mib, 30, true};
+      break;
+    }
     case PhaseKind::kPartialHang:
       if (singled_out) {
         in = {GpuState::kHang, false, loaded_w, gpu.model_mem_mib, 0, true};
@@ -542,7 +561,7 @@ Simulator::Activity Simulator::ActivityOf(const Instant& in, const GpuSim& gpu) 
   const double range = m.tdp_w - m.idle_w;
   const double cap = config_.power_cap_w > 0 ? config_.power_cap_w : m.tdp_w;
   const double spin_w = std::min(cap, m.spin_w > 0 ? m.spin_w : m.idle_w + 0.12 * range);
-  const double comm_w = std::min(cap, m.idle_w + 0.33 * range);
+  const double comm_w = CommPowerW(m, cap, spin_w);
   const double f = gpu.compute_factor;  // per-GPU variation, ~0.96-1.04
   a.gr = 1;
   if (std::abs(in.power_w - spin_w) < 1e-6) {
@@ -702,8 +721,15 @@ void Simulator::DropFields(GpuSample* s) const {
       s->util_gpu_pct.reset();
     } else if (f == "utilization.memory") {
       s->util_mem_pct.reset();
+    } else if (f == "power.limit") {
+      s->power_limit_w.reset();
     }
   }
+}
+
+std::string Simulator::ModelNameAsLogged() const {
+  const auto& d = config_.drop_fields;
+  return std::find(d.begin(), d.end(), "name") != d.end() ? "" : config_.model.name;
 }
 
 std::vector<TruthHang> Simulator::truth_hangs() const {
@@ -749,7 +775,7 @@ class SimSource final : public TelemetrySource {
     for (int h = 0; h < sim_.config().hosts; ++h) {
       for (int g = 0; g < sim_.config().gpus_per_host; ++g) {
         GpuKey k{static_cast<uint16_t>(h), static_cast<uint16_t>(g)};
-        out.push_back({k, sim_.config().model.name, sim_.GpuUuid(k), ""});
+        out.push_back({k, sim_.ModelNameAsLogged(), sim_.GpuUuid(k), ""});
       }
     }
     return out;
@@ -832,7 +858,7 @@ Result<std::vector<std::string>> WriteScenario(const ScenarioConfig& config,
   }
   write::WriterContext context;
   context.hosts = sim.host_names();
-  context.model_name = config.model.name;
+  context.model_name = sim.ModelNameAsLogged();
   context.start_unix_ms = config.start_unix_ms;
   context.interval_ms = config.interval_ms;
   context.uuid = [&sim](GpuKey key) { return sim.GpuUuid(key); };

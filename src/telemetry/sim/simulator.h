@@ -43,6 +43,8 @@ enum class PhaseKind {
                       // data loader deadlock, a hung filesystem): a hang without culprits
   kPartialHang,       // `ranks` (one pipeline stage) hold memory quietly, the others spin in a
                       // collective they never leave: a hang, culprits = `ranks`
+  kSteadyMidPower,    // every rank computing at about half its board's power, flat, 100 %
+                      // utilization (an FP32 GEMM without tensor cores, a memory-bound kernel)
 };
 
 struct Phase {
@@ -157,6 +159,8 @@ class Simulator {
   double truth_comm_seconds() const { return truth_comm_s_; }
   double truth_compute_seconds() const { return truth_compute_s_; }
   std::string GpuUuid(GpuKey key) const;
+  // The GPU name the logs carry: the model's, or "" when the scenario drops "name".
+  std::string ModelNameAsLogged() const;
 
  private:
   struct GpuSim;
