@@ -1,6 +1,7 @@
 // FleetQuery: the fleet's one I/O seam towards Prometheus (or Thanos/Mimir behind the same HTTP
 // API). A cycle asks for the DCGM series of ALL GPUs at once over the samples new since the last
-// cycle: one range query per time chunk, a regex on __name__, never one query per GPU.
+// cycle: per time chunk, a host listing and one range query per page of hosts, a regex on
+// __name__, never one query per GPU.
 //
 // The query is a range-vector selector, `{__name__=~"DCGM_FI_DEV_POWER_USAGE|..."}[RANGE]`,
 // evaluated at the chunk's end (/api/v1/query), which returns the raw samples as scraped, with
@@ -63,7 +64,8 @@ class FleetQuery {
   virtual ~FleetQuery() = default;
   // The raw samples of every matching GPU stamped start_ms..end_ms (end_ms > start_ms; whether
   // start_ms itself is in depends on the server's version: callers overlap and drop repeats).
-  // One request. An empty batch when nothing matched (no GPU scraped: not an error).
+  // One listing request, then one per page of hosts (PromFleetQuery). An empty batch when
+  // nothing matched (no GPU scraped: not an error).
   // Unavailable when no answer came or the server is overloaded (5xx, 429): worth a retry.
   // InvalidInput when the server refused the query (4xx) or the answer is not an API response.
   // IoError when an answer came but cannot be used: DCGM series that decode to no sample

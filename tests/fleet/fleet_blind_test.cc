@@ -238,7 +238,9 @@ TEST(FleetBlind, AReplayWithFailedCyclesExits2AndSaysHowMany) {
 
 // __name__ names a series, never a job: it used to leave every GPU unattributed, silently.
 TEST(FleetBlind, ReservedJobLabelIsRefused) {
-  auto r = RunWattwatch("fleet --prometheus http://127.0.0.1:9 --listen none --job-label __name__");
+  auto r = RunWattwatch(
+      "fleet --prometheus http://127.0.0.1:9 --listen none --once --retries 0 --job-label "
+      "__name__");
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("'__name__' is a reserved Prometheus label"), std::string::npos)
       << r.output;
