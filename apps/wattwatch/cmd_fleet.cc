@@ -171,6 +171,10 @@ one `wattwatch triage` runs: a hang is every rank spinning (or gone) for --hang-
 ({:g} s); a rank-0 checkpoint on another host of the job is seen as one, since the job's hosts
 are judged together. A job silent for --close-after-s ({:g} s) is closed with its summary.
 
+Large fleets: each range is read in pages of at most 500 hosts (a cheap query lists the hosts
+first), merged before judging. An answer that cannot be used (no usable sample, an instant
+vector) is an error, counted in wattwatch_fleet_unusable_answers_total.
+
 Prometheus slow or down: each request is retried --retries ({}) times, the wait doubling from
 --retry-backoff-s ({:g} s); what still fails is read again next cycle. Missing data never
 changes a verdict and never closes a job; wattwatch_fleet_query_errors_total,
@@ -190,8 +194,8 @@ Examples:
       --end 2026-11-18T03:00:00Z --listen none --json > fleet.json    # replay a past night
 
 Exit codes: 0 stopped (SIGTERM/SIGINT, --once, the replay's end); 2 bad flags, the port in use,
-an events file not writable, a Prometheus that refuses the query (a bad --selector), or --once
-without an answer.)",
+an events file not writable, a Prometheus that refuses the query (a bad --selector), --once
+without an answer, or a replay (--start/--end) with failed cycles (it says how many).)",
       d.interval_s, d.triage.hang_confirm_s, d.close_after_s, d.retries, d.retry_backoff_s));
   cmd->callback([ff, exit_code] { *exit_code = RunFleet(*ff); });
 }

@@ -104,6 +104,26 @@ std::string RenderFleetMetrics(const JobTable& table, const FleetSelfStats& self
   w.Family("wattwatch_fleet_gap_seconds_total", "counter",
            "seconds of data never read: outages longer than --lookback-s");
   w.Sample("wattwatch_fleet_gap_seconds_total", {}, static_cast<double>(self.gap_seconds));
+  w.Family("wattwatch_fleet_cycles_failed_total", "counter",
+           "cycles that could not read their range (read again next cycle)");
+  w.Sample("wattwatch_fleet_cycles_failed_total", {}, static_cast<double>(self.cycles_failed));
+  w.Family("wattwatch_fleet_unusable_answers_total", "counter",
+           "answers that came but could not be used (no usable sample, a vector, too many hosts)");
+  w.Sample("wattwatch_fleet_unusable_answers_total", {},
+           static_cast<double>(self.unusable_answers));
+  w.Family("wattwatch_fleet_answer_warnings_total", "counter",
+           "kinds of documented skips in answers that were used (logged)");
+  w.Sample("wattwatch_fleet_answer_warnings_total", {}, static_cast<double>(self.answer_warnings));
+  w.Family("wattwatch_fleet_samples_out_of_range_total", "counter",
+           "GPU-samples stamped outside the range asked for: dropped");
+  w.Sample("wattwatch_fleet_samples_out_of_range_total", {},
+           static_cast<double>(self.samples_out_of_range));
+  w.Family("wattwatch_fleet_hosts_listed", "gauge",
+           "hosts with DCGM samples in the last cycle's range (read in pages)");
+  w.Sample("wattwatch_fleet_hosts_listed", {}, static_cast<double>(self.hosts_listed));
+  w.Family("wattwatch_fleet_query_pages_total", "counter",
+           "page requests answered (at most 500 hosts each)");
+  w.Sample("wattwatch_fleet_query_pages_total", {}, static_cast<double>(self.query_pages));
   w.Family("wattwatch_fleet_samples_read_total", "counter", "GPU-samples read from Prometheus");
   w.Sample("wattwatch_fleet_samples_read_total", {}, static_cast<double>(self.samples_read));
   w.Family("wattwatch_fleet_samples_unattributed_total", "counter",
@@ -150,6 +170,9 @@ json FleetJobsJson(const JobTable& table, const FleetSelfStats& self) {
       {"data_until",
        self.covered_until_ms > 0 ? json(FormatIsoMs(self.covered_until_ms, true)) : json(nullptr)},
       {"query_errors", self.query_errors},
+      {"unusable_answers", self.unusable_answers},
+      {"cycles_failed", self.cycles_failed},
+      {"samples_out_of_range", self.samples_out_of_range},
       {"last_error", self.last_error.empty() ? json(nullptr) : json(self.last_error)}};
   return j;
 }

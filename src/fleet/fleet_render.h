@@ -36,7 +36,13 @@ struct FleetSelfStats {
   uint64_t partial_responses = 0;  // answers with a Prometheus warning (partial data)
   uint64_t samples_read = 0;       // GPU-samples decoded
   uint64_t samples_unattributed = 0;
-  uint64_t gap_seconds = 0;  // data never read: an outage longer than --lookback-s
+  uint64_t gap_seconds = 0;           // data never read: an outage longer than --lookback-s
+  uint64_t cycles_failed = 0;         // cycles with a range not read (an error, not "no hangs")
+  uint64_t unusable_answers = 0;      // answers that came but could not be used (fleet_query.h)
+  uint64_t answer_warnings = 0;       // documented skips in answers that were used
+  uint64_t samples_out_of_range = 0;  // stamped outside the range asked for: dropped
+  int64_t hosts_listed = 0;           // hosts in the last cycle's listing
+  uint64_t query_pages = 0;           // page requests answered
   std::string last_error;
   exposition::Histogram query_seconds{{0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60}};
   exposition::Histogram evaluation_seconds{{0.001, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10}};

@@ -28,6 +28,8 @@ constexpr int64_t kFirstChunkMs = 60'000;
 // (a scrape still running) is read next time; repeats are dropped per GPU. Two scrape intervals,
 // this much before the interval is known.
 constexpr int64_t kDefaultOverlapMs = 60'000;
+// Samples stamped this far outside the range asked for are dropped (fleet_service.h).
+constexpr int64_t kRangeSlackMs = 1'000;
 
 // This thread's CPU time: what decoding and evaluation cost, apart from waiting on Prometheus.
 double ThreadCpuS() {
@@ -166,6 +168,7 @@ CycleReport FleetService::Cycle() {
     ++rep.requests;
     if (!batch.ok()) {
       ++self_.query_errors;
+      if (batch.status().code() == StatusCode::kIoError) ++self_.unusable_answers;
       self_.last_error = batch.status().message();
       spdlog::error("{}; the range from {} is read again next cycle", batch.status().message(),
                     FormatIsoMs(from, true));
@@ -183,6 +186,16 @@ CycleReport FleetService::Cycle() {
       spdlog::warn("Prometheus warns the answer for [{}, {}] may be partial",
                    FormatIsoMs(from, true), FormatIsoMs(to, true));
     }
+    for (const std::string& w : batch->warnings) {
+      ++self_.answer_warnings;
+      spdlog::warn("Prometheus answer for [{}, {}]: {}", FormatIsoMs(from, true),
+                   FormatIsoMs(to, true), w);
+    }
+    // The listing was counted as the request; each page is one more.
+    self_.query_requests += static_cast<uint64_t>(batch->pages);
+    self_.query_pages += static_cast<uint64_t>(batch->pages);
+    if (from == start) self_.hosts_listed = batch->hosts_listed;
+    DropOutOfRange(from, to, &*batch);
     if (batch->spacing_ms > 0) self_.scrape_interval_ms = batch->spacing_ms;
     if (batch->series > 0 && self_.scrape_interval_ms > 0) {
       // Size the next request to about kMaxPointsPerRequest points.
@@ -211,6 +224,7 @@ CycleReport FleetService::Cycle() {
     self_.last_success_unix_ms = clock_->NowUnixMs();
   }
   self_.prometheus_up = ok;
+  if (!ok) ++self_.cycles_failed;
   Dispatch(table_->TakeEvents());
   rep.evaluate_cpu_s += ThreadCpuS() - cpu2;
   self_.evaluation_seconds.Observe(rep.decode_cpu_s + rep.evaluate_cpu_s);
@@ -219,6 +233,30 @@ CycleReport FleetService::Cycle() {
   rep.wall_s = static_cast<double>(clock_->NowMonotonicNs() - wall0) / 1e9;
   Publish();
   return rep;
+}
+
+void FleetService::DropOutOfRange(int64_t from_ms, int64_t to_ms, FleetBatch* batch) {
+  // A range vector holds samples stamped in (from, to]; one stamped elsewhere (50 years ahead)
+  // would become its GPU's newest and make every later sample of it look old: that GPU, and a
+  // hang of its job, would never be seen again.
+  const int64_t lo = from_ms - kRangeSlackMs;
+  const int64_t hi = to_ms + kRangeSlackMs;
+  int64_t dropped = 0;
+  std::string example;
+  std::erase_if(batch->samples, [&](const GpuSample& s) {
+    if (s.timestamp_ms >= lo && s.timestamp_ms <= hi) return false;
+    if (dropped++ == 0) {
+      example = fmt::format(
+          "{}/GPU{} at {}",
+          s.key.host < batch->hosts.size() ? batch->hosts[s.key.host] : std::string("?"), s.key.gpu,
+          FormatIsoMs(s.timestamp_ms, true));
+    }
+    return true;
+  });
+  if (dropped == 0) return;
+  self_.samples_out_of_range += static_cast<uint64_t>(dropped);
+  spdlog::warn("{} sample(s) stamped outside the range asked for [{}, {}] dropped (first: {})",
+               dropped, FormatIsoMs(from_ms, true), FormatIsoMs(to_ms, true), example);
 }
 
 void FleetService::Dispatch(std::vector<JobEvent> events) {
@@ -302,6 +340,9 @@ json FleetService::SummaryJson() const {
   j["cycles"] = self_.cycles;
   j["query_requests"] = self_.query_requests;
   j["samples_read"] = self_.samples_read;
+  j["cycles_failed"] = self_.cycles_failed;
+  j["unusable_answers"] = self_.unusable_answers;
+  j["samples_out_of_range"] = self_.samples_out_of_range;
   json cycles = json::array();
   for (const CycleReport& r : reports_) {
     cycles.push_back({{"start", r.start_ms > 0 ? FormatIsoMs(r.start_ms, true) : ""},
@@ -356,6 +397,14 @@ int RunFleetCommand(const FleetOptions& options, std::atomic<int>* stop, std::os
   // One cycle asked for and it could not read Prometheus: the caller got no verdicts.
   if (o.once && !service.cycles().empty() && !service.cycles().back().ok) {
     err << "wattwatch fleet: --once: " << service.self().last_error << "\n";
+    return kExitBadInput;
+  }
+  // A replay with ranges never read is no evidence of "no hangs": its report is incomplete.
+  if (o.replay_start_ms && service.self().cycles_failed > 0) {
+    err << fmt::format(
+        "wattwatch fleet: replay incomplete: {} of {} cycles failed, their data was not judged "
+        "(last error: {})\n",
+        service.self().cycles_failed, service.self().cycles, service.self().last_error);
     return kExitBadInput;
   }
   return kExitOk;

@@ -10,8 +10,13 @@
 // wattwatch_fleet_query_errors_total / _prometheus_up / _data_behind_seconds say so. An outage
 // longer than --lookback-s skips the oldest part (wattwatch_fleet_gap_seconds_total).
 //
+// An answer that came but cannot be used (FleetQuery's IoError) is a failed cycle too, counted
+// in wattwatch_fleet_unusable_answers_total and logged, never a quiet success. Samples stamped
+// outside the range asked for (a clock 50 years ahead) are dropped, counted and logged.
+//
 // Replay (--start/--end): the same cycles over stored data as fast as Prometheus answers, on a
-// manual clock (backtests and bench/fleet_scale.sh).
+// manual clock (backtests and bench/fleet_scale.sh). A replay with failed cycles exits 2 saying
+// how many: its report would otherwise read "no hangs" for data never judged.
 //
 // Ownership: the service borrows the query and the clock. Thread-safety: Run on one thread; the
 // HTTP server and the writers run their own.
@@ -105,6 +110,8 @@ class FleetService {
   // A request with retries; *attempts counts them.
   template <typename T, typename F>
   Result<T> WithRetries(F&& call, std::atomic<int>* stop);
+  // Drops (counts, logs) the samples of *batch stamped outside [from_ms, to_ms] (1 s slack).
+  void DropOutOfRange(int64_t from_ms, int64_t to_ms, FleetBatch* batch);
   void Dispatch(std::vector<JobEvent> events);
   void Event(nlohmann::json event);
   void Publish();
@@ -130,8 +137,8 @@ class FleetService {
 };
 
 // `wattwatch fleet`, assembled from its options (apps/ binds the flags). Exit codes: 0 stopped
-// (signal, --once, the replay's end); 2 bad flags, an unreachable address to listen on, or a
-// Prometheus that refuses the query.
+// (signal, --once, the replay's end); 2 bad flags, an unreachable address to listen on, a
+// Prometheus that refuses the query, --once without an answer, or a replay with failed cycles.
 int RunFleetCommand(const FleetOptions& options, std::atomic<int>* stop, std::ostream& out,
                     std::ostream& err);
 

@@ -30,6 +30,15 @@ Result<std::vector<std::string>> ParseJobLabels(std::string_view flag) {
                       "namespace,pod)",
                       flag));
     }
+    if (name.rfind("__", 0) == 0) {
+      // __name__ and the other reserved labels name a series, never a job: every GPU would
+      // be unattributed, or each metric its own job.
+      return Status::InvalidInput(fmt::format(
+          "--job-label '{}': '{}' is a reserved Prometheus label (names starting with __ are "
+          "the metric name and internal labels, not a job); use the label that names the job, "
+          "e.g. hpc_job, or namespace,pod",
+          flag, name));
+    }
     if (!is_label_name(name)) {
       return Status::InvalidInput(
           fmt::format("--job-label '{}': '{}' is not a Prometheus label name "

@@ -34,7 +34,10 @@ FLEET_METRICS = {
     "wattwatch_fleet_last_success_timestamp_seconds", "wattwatch_fleet_data_behind_seconds",
     "wattwatch_fleet_gap_seconds_total", "wattwatch_fleet_samples_read_total",
     "wattwatch_fleet_samples_unattributed_total", "wattwatch_fleet_scrape_interval_seconds",
-    "wattwatch_fleet_shard_info", "wattwatch_build_info", "up"}
+    "wattwatch_fleet_shard_info", "wattwatch_build_info", "up",
+    "wattwatch_fleet_cycles_failed_total", "wattwatch_fleet_unusable_answers_total",
+    "wattwatch_fleet_answer_warnings_total", "wattwatch_fleet_samples_out_of_range_total",
+    "wattwatch_fleet_hosts_listed", "wattwatch_fleet_query_pages_total"}
 HISTOGRAMS = {"wattwatch_fleet_query_duration_seconds",
               "wattwatch_fleet_evaluation_duration_seconds"}
 

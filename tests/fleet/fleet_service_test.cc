@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <functional>
+#include <optional>
 
 #include "fleet/fleet_fixtures.h"
 #include "support/support.h"
@@ -163,12 +165,32 @@ class CannedHttp final : public ingest::PromHttp {
   Result<ingest::HttpReply> Get(const std::string& path,
                                 const std::multimap<std::string, std::string>& params) override {
     paths.push_back(path);
-    for (const auto& [k, v] : params) last[k] = v;
+    auto q = params.find("query");
+    const bool listing = q != params.end() && q->second.rfind("group by", 0) == 0;
+    if (listing) {
+      listing_query = q->second;
+    } else {
+      for (const auto& [k, v] : params) last[k] = v;
+    }
+    if (answer) return answer(q == params.end() ? "" : q->second);
+    if (listing && hosts) {
+      std::string out = R"({"status":"success","data":{"resultType":"vector","result":[)";
+      for (size_t i = 0; i < hosts->size(); ++i) {
+        out += (i ? "," : "") + std::string(R"({"metric":{"Hostname":")") + (*hosts)[i] +
+               R"("},"value":[1,"1"]})";
+      }
+      return ingest::HttpReply{200, out + "]}}"};
+    }
     if (!reply.ok()) return reply.status();
     return *reply;
   }
   const std::string& url() const override { return url_; }
   Result<ingest::HttpReply> reply = ingest::HttpReply{};
+  // The hosts the listing query names (`group by`); unset: the listing gets `reply` too.
+  std::optional<std::vector<std::string>> hosts;
+  // When set, answers every query.
+  std::function<Result<ingest::HttpReply>(const std::string& query)> answer;
+  std::string listing_query;
   std::vector<std::string> paths;
   std::map<std::string, std::string> last;
   std::string url_ = "http://prom:9090";
@@ -186,15 +208,25 @@ TEST(FleetQuery, AskOnceForEveryGpuAndDecodeTheRawSamples) {
      {"metric":{"__name__":"DCGM_FI_DEV_POWER_USAGE","gpu":"1","Hostname":"n0"},
       "values":[[1763465360,"500"],[1763465361,"510"]]}]},
     "warnings":["store gateway down"]})"};
+  http.hosts = std::vector<std::string>{"n0", "n1"};
   ManualClock clock;
   PromFleetQuery q(&http, &clock, "cluster=\"a\"");
   auto b = q.Samples(1763465358000, 1763465362500);
   ASSERT_TRUE(b.ok()) << b.status().message();
-  EXPECT_EQ(http.paths, std::vector<std::string>{"/api/v1/query"});
+  // The hosts first, then one page of them.
+  EXPECT_EQ(http.paths, (std::vector<std::string>{"/api/v1/query", "/api/v1/query"}));
+  EXPECT_EQ(http.listing_query.rfind("group by (Hostname,hostname,instance) (count_over_time("
+                                     "DCGM_FI_DEV_POWER_USAGE{cluster=\"a\"}[4500ms]) or ",
+                                     0),
+            0u)
+      << http.listing_query;
+  EXPECT_NE(http.last["query"].find(",Hostname=~\"n0|n1\"}"), std::string::npos)
+      << http.last["query"];
   EXPECT_EQ(http.last["time"], "1763465362.500");
   EXPECT_NE(http.last["query"].find("DCGM_FI_DEV_POWER_USAGE|DCGM_FI_DEV_GPU_UTIL"),
             std::string::npos);
-  EXPECT_NE(http.last["query"].find(",cluster=\"a\"}[4500ms]"), std::string::npos)
+  EXPECT_NE(http.last["query"].find(",cluster=\"a\",Hostname=~\"n0|n1\"}[4500ms]"),
+            std::string::npos)
       << http.last["query"];
   EXPECT_EQ(b->hosts, (std::vector<std::string>{"n0", "n1"}));
   EXPECT_EQ(b->samples.size(), 5u);
@@ -216,6 +248,7 @@ TEST(FleetQuery, KeepsTheJobLabelsItIsTold) {
      {"metric":{"__name__":"DCGM_FI_DEV_POWER_USAGE","gpu":"0","Hostname":"n1","job_id":"7",
                 "hpc_job":"42"},
       "values":[[1763465360,"150.5"],[1763465361,"151"]]}]}})"};
+  http.hosts = std::vector<std::string>{"n1"};
   ManualClock clock;
   PromFleetQuery q(&http, &clock, "");
   auto before = q.Samples(1763465358000, 1763465362000);
@@ -245,11 +278,109 @@ TEST(FleetQuery, FailuresSayWhetherARetryHelps) {
   auto r = q.Samples(0, 1000);
   EXPECT_EQ(r.status().code(), StatusCode::kInvalidInput);
   EXPECT_NE(r.status().message().find("bad_data"), std::string::npos) << r.status().message();
-  http.reply = ingest::HttpReply{200, R"({"status":"success","data":{"resultType":"matrix",
-    "result":[]}})"};
+  http.hosts = std::vector<std::string>{};  // nothing scraped in the range: not an error
   auto empty = q.Samples(0, 1000);
-  ASSERT_TRUE(empty.ok());
+  ASSERT_TRUE(empty.ok()) << empty.status().message();
   EXPECT_TRUE(empty->samples.empty());
+}
+
+// Hosts are read in pages of at most max_hosts_per_page(), each named by the label the decoder
+// takes (Hostname, else hostname, else instance), regex characters escaped; the pages merge
+// into one batch in time order.
+TEST(FleetQuery, ReadsHostsInPagesAndMergesThem) {
+  CannedHttp http;
+  std::vector<std::string> queries;
+  http.answer = [&](const std::string& query) -> Result<ingest::HttpReply> {
+    queries.push_back(query);
+    if (query.rfind("group by", 0) == 0) {
+      return ingest::HttpReply{200, R"({"status":"success","data":{"resultType":"vector",
+        "result":[{"metric":{"Hostname":"a.b"},"value":[1,"1"]},
+                  {"metric":{"Hostname":"c"},"value":[1,"1"]},
+                  {"metric":{"Hostname":"d"},"value":[1,"1"]},
+                  {"metric":{"instance":"10.0.0.1:9400"},"value":[1,"1"]}]}})"};
+    }
+    std::string result;
+    for (const char* h : {"a.b", "c", "d"}) {
+      if (query.find(std::string("Hostname=~\"") + (h[0] == 'a' ? "a\\\\.b" : h)) ==
+              std::string::npos &&
+          query.find(std::string("|") + h + "\"") == std::string::npos) {
+        continue;
+      }
+      result += std::string(result.empty() ? "" : ",") +
+                R"({"metric":{"__name__":"DCGM_FI_DEV_GPU_UTIL","gpu":"0","Hostname":")" + h +
+                R"("},"values":[[1763465360,"100"],[1763465361,"100"]]})";
+    }
+    if (query.find("instance=~\"10\\\\.0\\\\.0\\\\.1:9400\"") != std::string::npos) {
+      result += std::string(result.empty() ? "" : ",") +
+                R"({"metric":{"__name__":"DCGM_FI_DEV_GPU_UTIL","gpu":"0",)"
+                R"("instance":"10.0.0.1:9400"},"values":[[1763465360,"100"]]})";
+    }
+    return ingest::HttpReply{
+        200, R"({"status":"success","data":{"resultType":"matrix","result":[)" + result + "]}}"};
+  };
+  ManualClock clock;
+  PromFleetQuery q(&http, &clock, "");
+  q.set_max_hosts_per_page(2);
+  auto b = q.Samples(1763465358000, 1763465362000);
+  ASSERT_TRUE(b.ok()) << b.status().message();
+  ASSERT_EQ(queries.size(), 4u);  // the listing, then a.b|c, d, and the instance page
+  EXPECT_NE(queries[1].find("Hostname=~\"a\\\\.b|c\"}"), std::string::npos) << queries[1];
+  EXPECT_NE(queries[2].find("Hostname=~\"d\"}"), std::string::npos) << queries[2];
+  EXPECT_NE(queries[3].find("Hostname=\"\",hostname=\"\",instance=~\"10"), std::string::npos)
+      << queries[3];
+  EXPECT_EQ(b->hosts, (std::vector<std::string>{"a.b", "c", "d", "10.0.0.1:9400"}));
+  EXPECT_EQ(b->pages, 3);
+  EXPECT_EQ(b->hosts_listed, 4);
+  ASSERT_EQ(b->samples.size(), 7u);
+  for (size_t i = 1; i < b->samples.size(); ++i) {
+    const auto& p = b->samples[i - 1];
+    const auto& s = b->samples[i];
+    EXPECT_TRUE(p.timestamp_ms < s.timestamp_ms ||
+                (p.timestamp_ms == s.timestamp_ms && p.key.host < s.key.host));
+  }
+}
+
+// An answer that decodes to nothing, or to an instant vector, is an error (IoError: counted as
+// unusable), never an empty success.
+TEST(FleetQuery, AnAnswerThatCannotBeUsedIsAnError) {
+  CannedHttp http;
+  http.hosts = std::vector<std::string>{"n1"};
+  ManualClock clock;
+  PromFleetQuery q(&http, &clock, "");
+  http.reply = ingest::HttpReply{200, R"({"status":"success","data":{"resultType":"matrix",
+    "result":[{"metric":{"__name__":"DCGM_FI_DEV_GPU_UTIL","gpu":"0","Hostname":"n1"},
+               "values":[["1763465360","100"],["1763465361","100"]]}]}})"};
+  auto strings = q.Samples(1763465358000, 1763465362000);
+  ASSERT_FALSE(strings.ok());
+  EXPECT_EQ(strings.status().code(), StatusCode::kIoError);
+  EXPECT_NE(strings.status().message().find("unusable answer"), std::string::npos);
+  EXPECT_NE(strings.status().message().find("not [unix_seconds"), std::string::npos)
+      << strings.status().message();
+  http.reply = ingest::HttpReply{200, R"({"status":"success","data":{"resultType":"vector",
+    "result":[{"metric":{"__name__":"DCGM_FI_DEV_GPU_UTIL","gpu":"0","Hostname":"n1"},
+               "value":[1763465360,"100"]}]}})"};
+  auto vector = q.Samples(1763465358000, 1763465362000);
+  ASSERT_FALSE(vector.ok());
+  EXPECT_EQ(vector.status().code(), StatusCode::kIoError);
+  EXPECT_NE(vector.status().message().find("instant vector"), std::string::npos);
+}
+
+// The service counts an unusable answer as a failed cycle: exported, never a success.
+TEST(FleetService, AnUnusableAnswerIsCountedAndTheCycleFails) {
+  const Store s = HangAndHealthy();
+  Harness h(&s);
+  ASSERT_TRUE(h.service.Start().ok());
+  h.Advance(60);
+  ASSERT_TRUE(h.service.Cycle().ok);
+  h.query.fail = [](int) { return Status::IoError("unusable answer to the samples"); };
+  h.Advance(30);
+  EXPECT_FALSE(h.service.Cycle().ok);
+  EXPECT_EQ(h.service.self().unusable_answers, 1u);
+  EXPECT_EQ(h.service.self().cycles_failed, 1u);
+  EXPECT_FALSE(h.service.self().prometheus_up);
+  const std::string metrics = RenderFleetMetrics(h.service.table(), h.service.self());
+  EXPECT_NE(metrics.find("wattwatch_fleet_unusable_answers_total 1"), std::string::npos);
+  EXPECT_NE(metrics.find("wattwatch_fleet_cycles_failed_total 1"), std::string::npos);
 }
 
 }  // namespace

@@ -114,19 +114,57 @@ const DcgmScrapeDecoder::Slot& DcgmScrapeDecoder::Resolve(std::string_view block
       return slots_.emplace(std::string(block), slot).first->second;
     }
   }
+  // Identity, per host: the gpu label when it is an index, else the UUID, else the PCI bus id.
   double idx = 0;
-  if (!gpu.empty() && ParseNumber(gpu, &idx) == Parse::kOk && idx >= 0 && idx < 4096 &&
-      idx == std::floor(idx)) {
-    slot.gpu = static_cast<uint16_t>(idx);
+  const bool gpu_usable = !gpu.empty() && ParseNumber(gpu, &idx) == Parse::kOk && idx >= 0 &&
+                          idx < kMaxGpuIndex && idx == std::floor(idx);
+  std::string identity;
+  if (gpu_usable) {
+    identity = fmt::format("gpu:{}", static_cast<int>(idx));
   } else if (!uuid.empty()) {
-    auto [u, inserted] =
-        uuid_to_gpu_.try_emplace(std::string(uuid), static_cast<uint16_t>(uuid_to_gpu_.size()));
-    slot.gpu = u->second;
+    identity = "uuid:" + std::string(uuid);
+  } else if (!bus.empty()) {
+    identity = "bus:" + std::string(bus);
   } else {
     slot.skip = true;
     slot.skip_reason = "series without a gpu or UUID label skipped";
     return slots_.emplace(std::string(block), slot).first->second;
   }
+  auto [known, fresh] = gpu_by_identity_.try_emplace(identity, 0);
+  if (fresh) {
+    const bool own_index = gpu_usable && !index_taken_[static_cast<size_t>(idx)];
+    if (!own_index) {
+      // Numbered from the top down, where no gpu label of a real host reaches: a GPU known by
+      // UUID must not share an index (and so every sample) with a labelled one.
+      while (next_unlabelled_index_ >= 0 && index_taken_[next_unlabelled_index_]) {
+        --next_unlabelled_index_;
+      }
+      if (next_unlabelled_index_ < 0) {
+        gpu_by_identity_.erase(known);
+        slot.skip = true;
+        slot.skip_reason = "series of a GPU beyond 4096 on one host skipped";
+        return slots_.emplace(std::string(block), slot).first->second;
+      }
+    }
+    known->second =
+        static_cast<uint16_t>(own_index ? static_cast<int>(idx) : next_unlabelled_index_);
+    index_taken_[known->second] = true;
+    if (!own_index) {
+      const std::string label =
+          gpu.empty()
+              ? std::string("no gpu label")
+              : fmt::format("gpu label '{}' {}", ValidUtf8(gpu),
+                            gpu_usable ? "already taken by another GPU" : "not an index 0..4095");
+      notes_.emplace_back(
+          "GPU without a usable gpu label identified by UUID or PCI bus id",
+          fmt::format("{}{} ({}): named GPU{}", host.empty() ? "" : ValidUtf8(host) + ": ",
+                      !uuid.empty()  ? "UUID " + ValidUtf8(uuid)
+                      : !bus.empty() ? "pci_bus_id " + ValidUtf8(bus)
+                                     : std::string("a GPU"),
+                      label, known->second));
+    }
+  }
+  slot.gpu = known->second;
   GpuInfo& info = infos_[slot.gpu];
   info.key = GpuKey{host_index_, slot.gpu};
   if (!model.empty()) info.name = ValidUtf8(model);
@@ -163,7 +201,18 @@ DcgmScrapeDecoder::LineResult DcgmScrapeDecoder::Line(std::string_view line, std
   SeriesRef ref;
   const LineResult r = Series(line, &ref, why);
   if (r != LineResult::kRead) return r;
-  return Store(ref, sample_.timestamp_ms, sample_.value, why);
+  std::optional<int64_t> ts = sample_.timestamp_ms;
+  // The exposition format stamps in ms; 1e8..1e11 is 1970-01-02..1973-03-03 as ms but 1973..5138
+  // as seconds: a writer that used seconds (a script's `date +%s`). Read as seconds, and said.
+  if (ts && *ts >= 100'000'000 && *ts < 100'000'000'000) {
+    if (!seconds_noted_) {
+      seconds_noted_ = true;
+      notes_.emplace_back("line timestamps in seconds (the format's unit is ms) read as seconds",
+                          fmt::format("{} read as {} ms", *ts, *ts * 1000));
+    }
+    *ts *= 1000;
+  }
+  return Store(ref, ts, sample_.value, why);
 }
 
 DcgmScrapeDecoder::LineResult DcgmScrapeDecoder::Store(const SeriesRef& ref,
@@ -307,6 +356,9 @@ class DcgmExporterSource final : public FileSource {
       held_ = false;
       std::string why;
       const auto res = decoder_.Line(line, &why);
+      for (auto& [kind, detail] : decoder_.TakeNotes()) {
+        Skip(kind, fmt::format("line {}: {}", line_, detail));
+      }
       switch (res) {
         case DcgmScrapeDecoder::LineResult::kIgnored:
           if (!was_held && line.find('\0') != std::string_view::npos) {

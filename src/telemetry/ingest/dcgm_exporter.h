@@ -10,7 +10,11 @@
 // identical to the one before in every value, the cumulative energy counter included, is the
 // same body printed twice (a CI log echoing it) and a documented skip.
 //
-// GPUs by the `gpu` label (else by UUID); GpuInfo from UUID, modelName, pci_bus_id; labels
+// GPUs by the `gpu` label (an index 0..4095), else by UUID, else by PCI bus id (pci_bus_id), per
+// host: a GPU without a usable `gpu` label (none, "abc", "-1", "70000") is numbered from 4095
+// down, never onto a labelled GPU's index, and a warning names it (identity_notes()). Line
+// timestamps are milliseconds; ones in seconds (1e8..1e11: 1973..5138 as seconds, 1970 as ms)
+// are read as seconds with a warning. GpuInfo from UUID, modelName, pci_bus_id; labels
 // Hostname/hostname, pod, namespace, container, hpc_job kept per GPU (gpu_labels()). Series of
 // MIG instances (GPU_I_ID) and of a second host in one file are documented skips.
 //
@@ -91,6 +95,12 @@ class DcgmScrapeDecoder {
   const std::map<uint16_t, GpuInfo>& infos() const { return infos_; }
   const std::map<uint16_t, std::map<std::string, std::string>>& labels() const { return labels_; }
   const std::string& hostname() const { return hostname_; }
+  // Things the caller should warn about, since the last call: a GPU identified by UUID or PCI
+  // bus id (its `gpu` label missing or unusable), timestamps read as seconds. (kind, detail).
+  std::vector<std::pair<std::string, std::string>> TakeNotes() { return std::exchange(notes_, {}); }
+  // `gpu` labels are GPU indices below this; GPUs identified otherwise are numbered below it
+  // from the top.
+  static constexpr int kMaxGpuIndex = 4096;
   std::vector<std::string> fields_read() const;
   bool scrape_had_energy() const { return scrape_had_energy_; }
 
@@ -118,7 +128,11 @@ class DcgmScrapeDecoder {
   bool scrape_had_energy_ = false;
   std::map<uint16_t, GpuInfo> infos_;
   std::map<uint16_t, std::map<std::string, std::string>> labels_;
-  std::unordered_map<std::string, uint16_t> uuid_to_gpu_;
+  std::unordered_map<std::string, uint16_t> gpu_by_identity_;  // "gpu:3", "uuid:GPU-..", "bus:.."
+  std::vector<bool> index_taken_ = std::vector<bool>(kMaxGpuIndex, false);
+  int next_unlabelled_index_ = kMaxGpuIndex - 1;
+  bool seconds_noted_ = false;
+  std::vector<std::pair<std::string, std::string>> notes_;
   std::string hostname_;
   uint64_t fields_used_ = 0;
   PromSample sample_;

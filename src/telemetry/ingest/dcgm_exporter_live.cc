@@ -50,7 +50,9 @@ class DcgmExporterLive final : public TelemetrySource {
       if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
       pos = nl + 1;
       std::string w;
-      switch (decoder_.Line(line, &w)) {
+      const auto result = decoder_.Line(line, &w);
+      for (auto& [kind, detail] : decoder_.TakeNotes()) warnings_.Add(kind, o_.url + ": " + detail);
+      switch (result) {
         case DcgmScrapeDecoder::LineResult::kRead:
           ++read;
           break;

@@ -69,6 +69,7 @@ void FileSource::Accept(const GpuSample& s, int64_t line, std::vector<GpuSample>
     last_ms_.resize(g + 1, INT64_MIN);
     has_info_.resize(g + 1, false);
   }
+  if (g >= jump_ms_.size()) jump_ms_.resize(g + 1, INT64_MIN);
   int64_t& last = last_ms_[g];
   if (s.timestamp_ms <= last) {
     warnings_.Add(
@@ -76,7 +77,22 @@ void FileSource::Accept(const GpuSample& s, int64_t line, std::vector<GpuSample>
         fmt::format("line {}: GPU {} at {}", line, s.key.gpu, FormatIsoMs(s.timestamp_ms)));
     return;
   }
+  // A reading far ahead of the one before (its GPU's, else the file's newest) is a stray clock
+  // (a row stamped 2100): taken, it would make every later reading "out of order", or split a
+  // hang by decades. Dropped; a second reading that agrees with it is a real gap, taken.
+  const int64_t ref = last != INT64_MIN ? last : newest_ms_;
+  int64_t& jump = jump_ms_[g];
+  if (ref != INT64_MIN && s.timestamp_ms - ref > kMaxJumpMs &&
+      !(jump != INT64_MIN && s.timestamp_ms > jump && s.timestamp_ms - jump <= kMaxJumpMs)) {
+    jump = s.timestamp_ms;
+    warnings_.Add("reading stamped more than a day after the one before skipped (clock jump?)",
+                  fmt::format("line {}: GPU {} at {} after {}", line, s.key.gpu,
+                              FormatIsoMs(s.timestamp_ms), FormatIsoMs(ref)));
+    return;
+  }
+  jump = INT64_MIN;
   last = s.timestamp_ms;
+  newest_ms_ = std::max(newest_ms_, last);
   if (!has_info_[g]) {
     Info(s.key.gpu);
     has_info_[g] = true;

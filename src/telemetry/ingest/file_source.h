@@ -71,8 +71,11 @@ class FileSource : public TelemetrySource {
   void Skip(const std::string& kind, std::string message) {
     warnings_.Add(kind, std::move(message));
   }
-  // Appends s to *out unless its GPU already had a sample at or after its time (skipped with a
-  // warning naming `line`).
+  // Appends s to *out unless its GPU already had a sample at or after its time, or s is stamped
+  // more than kMaxJumpMs after its GPU's last sample (else the file's newest) while the GPU's
+  // next reading does not agree with it (a stray clock: a row stamped decades ahead). Skips
+  // are warnings naming `line`.
+  static constexpr int64_t kMaxJumpMs = 86'400'000;
   void Accept(const GpuSample& s, int64_t line, std::vector<GpuSample>* out);
   GpuInfo& Info(uint16_t gpu);
   void SetLabel(uint16_t gpu, const std::string& key, const std::string& value);
@@ -98,6 +101,8 @@ class FileSource : public TelemetrySource {
   // infos_ has the GPU yet.
   std::vector<int64_t> last_ms_;
   std::vector<bool> has_info_;
+  std::vector<int64_t> jump_ms_;   // per GPU: the far-ahead reading skipped last, else INT64_MIN
+  int64_t newest_ms_ = INT64_MIN;  // the newest sample taken, of any GPU
   std::map<uint16_t, GpuInfo> infos_;
   std::map<uint16_t, std::map<std::string, std::string>> labels_;
 };

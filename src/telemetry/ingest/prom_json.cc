@@ -425,6 +425,7 @@ bool PromJsonDecoder::ScanDocument(std::string_view doc, const std::string& at, 
   bool seen_status = false;
   bool seen_data = false;
   bool seen_warnings = false;
+  bool scanned_vector = false;
   // One point, [unix_seconds, "value"], into series s (nullptr: a skipped series, read past).
   const auto point = [&](Series* s) {
     double t = 0;
@@ -482,6 +483,7 @@ bool PromJsonDecoder::ScanDocument(std::string_view doc, const std::string& at, 
       if (key == "resultType") {
         if (seen_type || !in.Str(&word) || (word != "matrix" && word != "vector")) return false;
         matrix = word == "matrix";
+        scanned_vector = !matrix;
         seen_type = true;
       } else if (key == "result") {
         if (!seen_type || seen_result || !in.Eat('[')) return false;
@@ -523,6 +525,7 @@ bool PromJsonDecoder::ScanDocument(std::string_view doc, const std::string& at, 
     }
   } while (in.Eat(','));
   if (!in.Eat('}') || !seen_status || !seen_data) return undo();
+  vector_documents_ += scanned_vector ? 1 : 0;
   *used = in.consumed();
   return true;
 }
@@ -565,6 +568,7 @@ Status PromJsonDecoder::AddDocument(std::string_view doc, const std::string& whe
         "{}: resultType \"{}\": expected matrix (query_range, or a range vector) or vector", at,
         ValidUtf8(rt)));
   }
+  if (rt == "vector") ++vector_documents_;
   for (size_t r = 0; r < result->size(); ++r) {
     const json& item = (*result)[r];
     const auto metric = item.is_object() ? item.find("metric") : item.end();
@@ -662,7 +666,12 @@ Result<std::unique_ptr<TelemetrySource>> PromJsonDecoder::Finish(const std::stri
         series_.empty() ? "no DCGM_FI_* series in the response"
                         : fmt::format("{} DCGM series but no usable points", series_.size()));
   }
-  if (by_host.size() > 4096) return Status::InvalidInput("more than 4096 hosts");
+  if (by_host.size() > 4096) {
+    // Host indices are 16 bits and the engine keeps a row per host: fleet pages its queries
+    // by host far below this (fleet_query.h).
+    return Status::InvalidInput(fmt::format(
+        "{} hosts in one answer: more than 4096 (query fewer hosts at once)", by_host.size()));
+  }
 
   std::vector<std::string> hosts;
   std::vector<HostStreams> by_host_streams;
@@ -695,6 +704,7 @@ Result<std::unique_ptr<TelemetrySource>> PromJsonDecoder::Finish(const std::stri
       c.resolved = h.decoder->Series(line, &c.ref, &c.why);
       any_sample |= c.resolved == DcgmScrapeDecoder::LineResult::kRead;
     }
+    for (auto& [kind, detail] : h.decoder->TakeNotes()) warnings_.Add(kind, detail);
     // Fields wattwatch does not read take no part, as their lines did not.
     std::erase_if(h.streams, [](const Stream& c) {
       return c.resolved == DcgmScrapeDecoder::LineResult::kIgnored;

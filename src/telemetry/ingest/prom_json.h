@@ -73,6 +73,9 @@ class PromJsonDecoder {
 
   // Number of DCGM series read so far (to tell "no series matched" from "no points").
   size_t dcgm_series() const { return series_.size(); }
+  // Documents whose resultType was "vector" (an instant vector: one point per series). A reader
+  // that asked for a range vector cannot use them (fleet counts such an answer as unusable).
+  int64_t vector_documents() const { return vector_documents_; }
   // "prometheus-json: 16 series (POWER_USAGE GPU_UTIL ...), 2 hosts by Hostname, 1 s apart"
   std::string Describe() const { return description_; }
   Warnings& warnings() { return warnings_; }
@@ -101,6 +104,7 @@ class PromJsonDecoder {
   std::map<std::string, int64_t> host_label_counts_;      // which label named the hosts
   Warnings warnings_;
   int64_t documents_ = 0;
+  int64_t vector_documents_ = 0;
   std::string description_;
   std::vector<std::string> kept_labels_ = DcgmScrapeDecoder::DefaultKeptLabels();
 };
