@@ -38,10 +38,7 @@ LocalClass ClassifyLocal(const LocalInput& in, const Thresholds& t) {
     }
     // NCCL's few SMs or light kernels: power decides, below.
   }
-  const bool moves_data =
-      (in.util_mem_pct && *in.util_mem_pct >= t.spin_mem_util_max_pct) ||
-      (in.link_bytes_per_s && *in.link_bytes_per_s >= t.spin_link_bytes_per_s_max);
-  if (u >= t.spin_util_pct && in.power_frac && !moves_data &&
+  if (u >= t.spin_util_pct && in.power_frac &&
       *in.power_frac < std::max(t.spin_power_frac, in.spin_power_frac.value_or(0)) &&
       (!in.spin_ceiling_frac || *in.power_frac < *in.spin_ceiling_frac)) {
     return LocalClass::kSpin;
@@ -49,6 +46,12 @@ LocalClass ClassifyLocal(const LocalInput& in, const Thresholds& t) {
   if (u >= t.busy_util_pct) return LocalClass::kBusy;
   if (u < t.low_util_pct) return LocalClass::kLow;
   return LocalClass::kPartial;
+}
+
+bool MovesData(std::optional<double> util_mem_pct, std::optional<double> link_bytes_per_s,
+               const Thresholds& t) {
+  return (util_mem_pct && *util_mem_pct >= t.spin_mem_util_max_pct) ||
+         (link_bytes_per_s && *link_bytes_per_s >= t.spin_link_bytes_per_s_max);
 }
 
 bool IsStarved(const WindowStats& w, LocalClass now, ProcState proc, const Thresholds& t) {

@@ -48,10 +48,17 @@ struct Thresholds {
   double spin_sm_activity_band_max = 0.3;
   double spin_tensor_activity_max = 0.05;
   double spin_dram_activity_max = 0.1;
-  // At or above these, a pegged low-power reading moves memory or bytes: work, not a wait.
+  // At or above these, a pegged low-power reading moves memory or bytes (MovesData): a rank
+  // waiting in a collective polls a flag and moves neither; a molecular-dynamics or CFD code
+  // pegged at 25-30 % of its limit keeps a few percent of memory utilization and steady PCIe
+  // traffic. Such a "spin" never makes a hang or a checkpoint wait (job_eval.h).
   double spin_mem_util_max_pct = 3;
   double spin_link_bytes_per_s_max = 50e6;
 };
+
+// The reading moved memory or bytes over PCIe/NVLink (each when logged): Thresholds above.
+bool MovesData(std::optional<double> util_mem_pct, std::optional<double> link_bytes_per_s,
+               const Thresholds& t);
 
 // What the memory reading says about the process on this GPU.
 enum class ProcState : uint8_t {
@@ -83,11 +90,6 @@ struct LocalInput {
   // No board waits in a collective above this power fraction (an unknown board: the highest
   // measured spin of any board); a pegged reading above it is work. nullopt: no ceiling.
   std::optional<double> spin_ceiling_frac;
-  // What the memory controller and the links moved (when logged): a rank waiting in a collective
-  // polls a flag and moves neither; a molecular-dynamics or CFD code pegged at 25-30 % of its
-  // limit keeps a few percent of memory utilization and steady PCIe traffic.
-  std::optional<double> util_mem_pct;
-  std::optional<double> link_bytes_per_s;  // PCIe + NVLink, tx + rx
   std::optional<double> sm_activity;       // DCGM SM activity, 0..1, when logged
   std::optional<double> tensor_activity;   // DCGM tensor pipe activity, 0..1, when logged
   std::optional<double> dram_activity;     // DCGM DRAM activity, 0..1, when logged

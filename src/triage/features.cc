@@ -61,12 +61,13 @@ bool GpuWindows::Add(const GpuSample& s) {
     in.spin_power_frac = std::max(in.spin_power_frac.value_or(0), *board);
   }
   in.spin_ceiling_frac = cal_.SpinCeilingFrac();
-  in.util_mem_pct = s.util_mem_pct;
+  std::optional<double> link_bytes_per_s;
   if (s.pcie_tx_bytes_per_s || s.pcie_rx_bytes_per_s || s.nvlink_tx_bytes_per_s ||
       s.nvlink_rx_bytes_per_s) {
-    in.link_bytes_per_s = s.pcie_tx_bytes_per_s.value_or(0) + s.pcie_rx_bytes_per_s.value_or(0) +
-                          s.nvlink_tx_bytes_per_s.value_or(0) + s.nvlink_rx_bytes_per_s.value_or(0);
+    link_bytes_per_s = s.pcie_tx_bytes_per_s.value_or(0) + s.pcie_rx_bytes_per_s.value_or(0) +
+                       s.nvlink_tx_bytes_per_s.value_or(0) + s.nvlink_rx_bytes_per_s.value_or(0);
   }
+  p.moves_data = MovesData(s.util_mem_pct, link_bytes_per_s, options_.thresholds);
   in.sm_activity = s.sm_activity_ratio;
   in.tensor_activity = s.tensor_activity_ratio;
   in.dram_activity = s.dram_bw_util_ratio;
@@ -197,6 +198,7 @@ SampleFeatures GpuWindows::Classify(size_t index) {
   f.power_w = p.power_w;
   f.power_frac = p.power_frac;
   f.util_mem_pct = p.util_mem_pct;
+  f.moves_data = p.moves_data;
   f.proc = p.proc;
   f.lost = p.lost;
   LocalClass cls = p.cls;

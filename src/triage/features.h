@@ -36,6 +36,8 @@ struct SampleFeatures {
   // Busy by utilization alone (no power, no activity counters on this sample): it may as well be
   // a rank spinning in a collective, so the job does not count it as computing.
   bool blind = false;
+  // Memory or link traffic logged on this sample (MovesData): a spin that moves data is work.
+  bool moves_data = false;
   // For a kBusy sample with power: its compute share (ComputeShare between the communication and
   // the compute level); 1 otherwise. Used when the job-level state is compute.
   double compute_share = 1;
@@ -84,6 +86,7 @@ class GpuWindows {
     int64_t spin_run_start_ms;  // for a spin sample: when its run of spin samples began
     bool lost;                  // the GPU was reported lost: no process can run on it
     bool blind;                 // no power nor activity counters: a spin would read as busy
+    bool moves_data;            // MovesData: memory or link traffic logged
   };
 
   int64_t HalfWindowMs() const;

@@ -29,6 +29,7 @@ void ApplySample(const SampleFeatures& f, GpuView* v) {
   v->last_util_mem_pct = f.util_mem_pct;
   v->lost = f.lost;
   v->blind = f.blind;
+  v->moves_data = f.moves_data;
   // Without a memory reading, any sign of kernels means the job runs here.
   if (f.proc == ProcState::kLoaded ||
       (f.proc == ProcState::kUnknown && f.cls != LocalClass::kGone && f.cls != LocalClass::kLow)) {
@@ -89,7 +90,7 @@ using BucketCounts = std::array<int, kNumBuckets>;
 
 Bucket BucketOf(const GpuView& v, const TriageOptions& options) {
   if (v.cls == LocalClass::kGone) return kGoneB;
-  if (v.cls == LocalClass::kSpin) return v.sustained_spin ? kSpinB : kBlipB;
+  if (v.cls == LocalClass::kSpin) return v.sustained_spin && !v.moves_data ? kSpinB : kBlipB;
   if (v.starved) {
     // Quiet in a reading too coarse to resolve a step, holding its model (memory.used seen):
     // its window's bursts and gaps may be training and saves, each a reading or more long (rank

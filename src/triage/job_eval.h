@@ -40,6 +40,9 @@ struct GpuView {
   std::optional<double> last_util_mem_pct;
   bool lost = false;   // the latest sample said the driver lost the GPU (cls is then kGone)
   bool blind = false;  // busy by utilization alone (SampleFeatures::blind)
+  // The latest sample moved memory or link bytes (SampleFeatures::moves_data): a spin that does
+  // is work (an MD code's small kernels), counted busy, never a wait.
+  bool moves_data = false;
 };
 
 // The view after one more classified sample of its GPU.
