@@ -28,6 +28,11 @@ struct FileSourceLimits {
 struct ReaderOptions {
   int64_t interval_ms = 0;                               // 0: the file must carry its own times
   std::vector<std::pair<std::string, std::string>> map;  // FIELD -> COLUMN (--map)
+  // --wide METRIC: what the one-column-per-GPU columns that name no metric hold (`GPU 0`,
+  // `gpu.3`): a --map FIELD name (power, util, memory_used, temperature, ...). Empty: unset.
+  std::string wide_metric;
+  // --split-id COLUMN: a column holding `<host>_<gpu>` (whitespace tables); empty: none.
+  std::string split_id;
   FileSourceLimits limits;
 };
 

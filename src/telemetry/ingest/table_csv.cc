@@ -432,6 +432,7 @@ class TableSource final : public FileSource {
     delim_ = PickDelimiter(line);
     SplitCells(line, delim_, &cells_);
     for (std::string_view c : cells_) roles_.push_back(Classify(c, kind_ == Kind::kWandbCsv));
+    WW_RETURN_IF_ERROR(ApplyWide());
     WW_RETURN_IF_ERROR(ApplyMap());
     return CheckColumns();
   }
@@ -463,6 +464,10 @@ class TableSource final : public FileSource {
                              rs.size(), unit.empty() ? "" : " [" + unit + "]");
       }
       if (r.mapped) parts += " (--map)";
+    }
+    if (segments_ > 0) {
+      parts += fmt::format("; {} segments (time jumped back {} time{}; laid end to end)",
+                           segments_ + 1, segments_, segments_ == 1 ? "" : "s");
     }
     if (!HasTime())
       parts +=
@@ -519,7 +524,21 @@ class TableSource final : public FileSource {
         }
       } else {
         SplitCells(line, delim_, &cells_);
-        if (cells_.size() == roles_.size() && n > header_line_ && IsHeaderAgain()) continue;
+        if (n > header_line_ && StartsWithLetter(cells_.front())) {
+          // Logs appended to, or a loop that prints the header each time: identical header lines
+          // are skipped and counted; a different one would read columns as the wrong fields.
+          if (cells_.size() == roles_.size() && IsHeaderAgain()) {
+            Skip(fmt::format("repeated header lines skipped (identical to line {})", header_line_),
+                 fmt::format("line {}", n));
+            continue;
+          }
+          if (LooksLikeOtherHeader()) {
+            return Status::InvalidInput(fmt::format(
+                "{}:{}: the header changes mid-file ('{}'; the header at line {} has {} "
+                "columns); split the file where it changes and give the parts separately",
+                path(), n, Excerpt(TrimSpace(line), 100), header_line_, roles_.size()));
+          }
+        }
         CountRecord();
         if (cells_.size() != roles_.size()) {
           if (!complete) {
@@ -550,6 +569,54 @@ class TableSource final : public FileSource {
       if (r.f == F::kTime || r.f == F::kRuntime) return true;
     }
     return false;
+  }
+
+  static bool StartsWithLetter(std::string_view cell) {
+    const std::string_view c = TrimSpaceAndQuotes(cell);
+    return !c.empty() && std::isalpha(static_cast<unsigned char>(c.front()));
+  }
+
+  // A row of column names: no cell is a number and at least two name fields wattwatch knows.
+  bool LooksLikeOtherHeader() const {
+    int known = 0;
+    for (std::string_view c : cells_) {
+      double v = 0;
+      if (ParseNumber(c, &v) == Parse::kOk) return false;
+      if (Classify(c, kind_ == Kind::kWandbCsv).f != F::kNone) ++known;
+    }
+    return known >= 2;
+  }
+
+  // --wide METRIC: the per-GPU columns that name no metric (`GPU 0`, `gpu.3`) hold METRIC.
+  Status ApplyWide() {
+    if (options_.wide_metric.empty()) return Status::Ok();
+    const F f = FieldFromName(AsciiLower(options_.wide_metric));
+    static const std::map<F, const char*> kUnits = {
+        {F::kPower, "W"},      {F::kPowerLimit, "W"}, {F::kUtil, "%"},    {F::kMemUtil, "%"},
+        {F::kMemUsed, "MiB"},  {F::kMemTotal, "MiB"}, {F::kTemp, "C"},    {F::kSmClock, "MHz"},
+        {F::kMemClock, "MHz"}, {F::kMemUsedPct, "%"}, {F::kPowerPct, "%"}};
+    auto unit = kUnits.find(f);
+    if (unit == kUnits.end()) {
+      return Status::InvalidInput(
+          fmt::format("--wide '{}': not a metric (expected power, util, mem_util, memory_used, "
+                      "memory_total, temperature, sm_clock, mem_clock, power_limit)",
+                      options_.wide_metric));
+    }
+    int placed = 0;
+    for (Role& r : roles_) {
+      if (r.f == F::kNone && r.gpu >= 0) {
+        r.f = f;
+        if (r.unit.empty()) r.unit = std::string(unit->second) + " (--wide)";
+        ++placed;
+      }
+    }
+    if (placed == 0) {
+      return Status::InvalidInput(fmt::format(
+          "{}:{}: --wide {}: no column of one GPU without a metric in its name (such as 'GPU 0', "
+          "'gpu.3')",
+          path(), header_line_, options_.wide_metric));
+    }
+    return Status::Ok();
   }
 
   bool IsHeaderAgain() const {
@@ -611,6 +678,21 @@ class TableSource final : public FileSource {
     const std::string where = kind_ == Kind::kWandbJsonl
                                   ? fmt::format("{}:{}", path(), reader().line_number())
                                   : fmt::format("{}:{}", path(), header_line_);
+    if (!reading && options_.wide_metric.empty()) {
+      std::string gpu_cols;
+      int n_gpu_cols = 0;
+      for (const Role& r : roles_) {
+        if (r.f != F::kNone || r.gpu < 0) continue;
+        if (n_gpu_cols++ < 3) gpu_cols += (gpu_cols.empty() ? "'" : ", '") + r.name + "'";
+      }
+      if (n_gpu_cols > 0) {
+        return Status::InvalidInput(fmt::format(
+            "{}: {} column{} of one GPU each ({}{}) but no name says what they hold; pass --wide "
+            "METRIC (power, util, memory_used, temperature, ...)",
+            where, n_gpu_cols, n_gpu_cols == 1 ? "" : "s", gpu_cols,
+            n_gpu_cols > 3 ? ", ..." : ""));
+      }
+    }
     if (!reading) {
       return Status::InvalidInput(fmt::format(
           "{}: no power or utilization column recognized{}; name them with --map "
@@ -769,6 +851,26 @@ class TableSource final : public FileSource {
                    fmt::format("line {}: {}: '{}' is not a time", n,
                                roles_[static_cast<size_t>(tcol)].name, Excerpt(cell, 40)));
       }
+    }
+    if (ms && wide_) {
+      // Several runs concatenated (W&B exports of one project): a time that jumps back starts a
+      // new segment, laid one interval after the previous one so that the timeline stays in
+      // order and no reading is dropped as out of order.
+      const int64_t raw = *ms;
+      if (last_raw_ms_ && raw < *last_raw_ms_) {
+        const int64_t step = last_step_ms_ > 0 ? last_step_ms_ : 1000;
+        const int64_t newest = *last_raw_ms_ + segment_offset_ms_;
+        segment_offset_ms_ = newest + step - raw;
+        ++segments_;
+        Skip("time jumps back: a new segment (run) starts, laid one interval after the previous",
+             fmt::format("line {}: {} after {}; later rows shifted by {:.0f} s", n,
+                         FormatIsoMs(raw), FormatIsoMs(*last_raw_ms_),
+                         static_cast<double>(segment_offset_ms_) / 1000));
+      } else if (last_raw_ms_ && raw > *last_raw_ms_) {
+        last_step_ms_ = raw - *last_raw_ms_;
+      }
+      last_raw_ms_ = raw;
+      *ms = raw + segment_offset_ms_;
     }
     // The GPU of a long-layout row.
     int row_gpu = 0;
@@ -951,6 +1053,11 @@ class TableSource final : public FileSource {
   std::vector<std::pair<GpuSample, int64_t>> tick_;
   int64_t tick_ms_ = 0;
   int64_t synthetic_ticks_ = 0;
+  // Wide layouts: time segments (a time that jumps back), see Row().
+  std::optional<int64_t> last_raw_ms_;
+  int64_t last_step_ms_ = 0;
+  int64_t segment_offset_ms_ = 0;
+  int segments_ = 0;
 };
 
 }  // namespace
@@ -971,6 +1078,8 @@ ColumnMeaning RecognizeColumn(std::string_view name, bool wandb) {
                               : r.time_unit == TimeUnit::kSec ? "epoch s"
                                                               : "")
                            : r.unit;
+  m.scale = r.scale;
+  m.time_ms = r.time_unit == TimeUnit::kMs;
   return m;
 }
 
@@ -983,6 +1092,19 @@ bool LooksLikeCustomCsvHeader(std::string_view line) {
     if (IsReading(Classify(c, false).f)) return true;
   }
   return false;
+}
+
+bool LooksLikeWideGpuHeader(std::string_view line) {
+  const char d = PickDelimiter(line);
+  std::vector<std::string_view> cells;
+  SplitCells(line, d, &cells);
+  bool time = false, gpu_column = false;
+  for (auto c : cells) {
+    const Role r = Classify(c, false);
+    time |= r.f == F::kTime;
+    gpu_column |= r.gpu >= 0 && r.f == F::kNone;
+  }
+  return time && gpu_column;
 }
 
 bool LooksLikeWandbCsvHeader(std::string_view line) {
