@@ -285,6 +285,28 @@ TEST(Layouts, WideTimeThatJumpsBackStartsASegment) {
   EXPECT_DOUBLE_EQ(*d.samples[7].util_gpu_pct, 60);
 }
 
+TEST(Layouts, WidePandasIndexReadBackAndIntegerGpuColumns) {
+  TempDir dir;
+  // `Unnamed: 0` (a pandas index saved and read back) is not GPU 0; `0`, `1` (a pivot on an
+  // integer gpu column) are GPUs.
+  WriteFile(dir / "pivot.csv",
+            "Unnamed: 0,timestamp,0,1\n0,1704110400,300,301\n1,1704110430,302,303\n");
+  IngestOptions o;
+  o.wide_metric = "power";
+  const Drained d = Read({dir / "pivot.csv"}, o);
+  ASSERT_TRUE(d.status.ok()) << d.status.message();
+  EXPECT_EQ(Format(d), "wide");
+  ASSERT_EQ(d.samples.size(), 4u);
+  EXPECT_EQ(d.samples[1].key.gpu, 1);
+  EXPECT_DOUBLE_EQ(*d.samples[3].power_w, 303);
+  // W&B keys without `system.`: the metric is in the name.
+  WriteFile(dir / "short.csv", "timestamp,gpu.0.powerWatts,gpu.1.powerWatts\n1704110400,300,301\n");
+  const Drained s = Read({dir / "short.csv"});
+  ASSERT_TRUE(s.status.ok()) << s.status.message();
+  ASSERT_EQ(s.samples.size(), 2u);
+  EXPECT_DOUBLE_EQ(*s.samples[1].power_w, 301);
+}
+
 TEST(Layouts, WandbPerGpuColumnsWithAPlainTimestampNeedNoFlag) {
   TempDir dir;
   WriteFile(dir / "sys.csv",

@@ -176,7 +176,12 @@ Role Classify(std::string_view raw_name, bool wandb) {
   Role r;
   r.name = std::string(TrimSpaceAndQuotes(raw_name));
   const std::string& name = r.name;
-  if (wandb || name.rfind("system.gpu.", 0) == 0 || name == "_timestamp" || name == "_runtime") {
+  // W&B's keys without the `system.` prefix (`gpu.0.powerWatts`, as some exports name them).
+  const bool short_wandb_key = name.rfind("gpu.", 0) == 0 &&
+                               std::count(name.begin(), name.end(), '.') >= 2 &&
+                               AllDigits(name.substr(4, name.find('.', 4) - 4));
+  if (wandb || name.rfind("system.gpu.", 0) == 0 || short_wandb_key || name == "_timestamp" ||
+      name == "_runtime") {
     if (name == "_timestamp") {
       r.f = F::kTime;
       r.time_unit = TimeUnit::kSec;
@@ -188,8 +193,8 @@ Role Classify(std::string_view raw_name, bool wandb) {
       r.unit = "s since start";
       return r;
     }
-    if (name.rfind("system.gpu.", 0) == 0) {
-      std::string_view rest = std::string_view(name).substr(11);
+    if (name.rfind("system.gpu.", 0) == 0 || short_wandb_key) {
+      std::string_view rest = std::string_view(name).substr(short_wandb_key ? 4 : 11);
       size_t dot = rest.find('.');
       if (dot == std::string_view::npos) return r;
       const std::string num(rest.substr(0, dot));
@@ -408,6 +413,19 @@ void SplitCells(std::string_view line, char delim, std::vector<std::string_view>
   out->push_back(line.substr(start));
 }
 
+// A column that names one GPU and nothing else: `GPU 0`, `gpu.3`, `gpu_3`, `cuda1`, `device 2`,
+// or a bare `3` (pandas pivot on an integer gpu column). Its GPU, or -1. (`Unnamed: 0`, a pandas
+// index read back, is not one.)
+int BareGpuColumn(std::string_view raw) {
+  const std::vector<std::string> w = Words(TrimSpaceAndQuotes(raw));
+  if (w.size() == 1 && AllDigits(w[0])) return std::stoi(w[0]);
+  if (w.size() == 2 && AllDigits(w[1]) &&
+      (w[0] == "gpu" || w[0] == "cuda" || w[0] == "device" || w[0] == "dev" || w[0] == "card")) {
+    return std::stoi(w[1]);
+  }
+  return -1;
+}
+
 class TableSource final : public FileSource {
  public:
   enum class Kind { kCsv, kWandbCsv, kWandbJsonl };
@@ -604,8 +622,10 @@ class TableSource final : public FileSource {
     }
     int placed = 0;
     for (Role& r : roles_) {
-      if (r.f == F::kNone && r.gpu >= 0) {
+      const int gpu = BareGpuColumn(r.name);
+      if (r.f == F::kNone && gpu >= 0) {
         r.f = f;
+        r.gpu = gpu;
         if (r.unit.empty()) r.unit = std::string(unit->second) + " (--wide)";
         ++placed;
       }
@@ -682,7 +702,7 @@ class TableSource final : public FileSource {
       std::string gpu_cols;
       int n_gpu_cols = 0;
       for (const Role& r : roles_) {
-        if (r.f != F::kNone || r.gpu < 0) continue;
+        if (r.f != F::kNone || BareGpuColumn(r.name) < 0) continue;
         if (n_gpu_cols++ < 3) gpu_cols += (gpu_cols.empty() ? "'" : ", '") + r.name + "'";
       }
       if (n_gpu_cols > 0) {
@@ -1102,7 +1122,7 @@ bool LooksLikeWideGpuHeader(std::string_view line) {
   for (auto c : cells) {
     const Role r = Classify(c, false);
     time |= r.f == F::kTime;
-    gpu_column |= r.gpu >= 0 && r.f == F::kNone;
+    gpu_column |= r.f == F::kNone && BareGpuColumn(c) >= 0;
   }
   return time && gpu_column;
 }
