@@ -299,7 +299,9 @@ Exit codes: 0 triage ran; 2 unusable input (the message names file, line and fie
   cmd->add_option("--wide", flags->wide,
                   "what one-column-per-GPU columns without a metric in their name hold ('GPU 0', "
                   "'gpu.3'): power (W), util (%), memory_used (MiB), temperature (C), mem_util, "
-                  "memory_total, sm_clock, mem_clock, power_limit");
+                  "memory_total, sm_clock, mem_clock, power_limit")
+      ->check(CLI::IsMember({"power", "util", "memory_used", "temperature", "mem_util",
+                             "memory_total", "sm_clock", "mem_clock", "power_limit"}));
   cmd->add_option("--split-id", flags->split_id,
                   "COLUMN of a whitespace table holding '<host>_<gpu>' (as LLview's nodeid): "
                   "hosts and GPUs from it");

@@ -202,7 +202,8 @@ class GpustatSource final : public FileSource {
 
  private:
   void NoteHost(std::string_view t) {
-    if (!log_host_.empty()) return;
+    // `watch gpustat` prints its own banner ("Every 2.0s: gpustat   host: DATE") above gpustat's.
+    if (!log_host_.empty() || t.rfind("Every ", 0) == 0) return;
     auto toks = SplitWhitespace(t);
     if (toks.size() >= 3) {
       log_host_ = ValidUtf8(toks.front());

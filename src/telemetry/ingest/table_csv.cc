@@ -620,21 +620,15 @@ class TableSource final : public FileSource {
                       "memory_total, temperature, sm_clock, mem_clock, power_limit)",
                       options_.wide_metric));
     }
-    int placed = 0;
+    // Columns that name their metric keep it; with no bare GPU column the flag was meant for
+    // other files of the job.
     for (Role& r : roles_) {
       const int gpu = BareGpuColumn(r.name);
       if (r.f == F::kNone && gpu >= 0) {
         r.f = f;
         r.gpu = gpu;
         if (r.unit.empty()) r.unit = std::string(unit->second) + " (--wide)";
-        ++placed;
       }
-    }
-    if (placed == 0) {
-      return Status::InvalidInput(fmt::format(
-          "{}:{}: --wide {}: no column of one GPU without a metric in its name (such as 'GPU 0', "
-          "'gpu.3')",
-          path(), header_line_, options_.wide_metric));
     }
     return Status::Ok();
   }
