@@ -79,6 +79,10 @@ class FileSource : public TelemetrySource {
   // Appends s to *out unless its GPU already had a sample at or after its time (skipped with a
   // warning naming `line`).
   void Accept(const GpuSample& s, int64_t line, std::vector<GpuSample>* out);
+  // Accept() for a whole tick (lines parallel to *tick): the samples that pass are moved to
+  // *out (its buffer swapped with the tick's when out is empty); *tick is left empty.
+  void AcceptTick(std::vector<GpuSample>* tick, const std::vector<int64_t>& lines,
+                  std::vector<GpuSample>* out);
   GpuInfo& Info(uint16_t gpu);
   void SetLabel(uint16_t gpu, const std::string& key, const std::string& value);
   uint16_t host_index() const { return host_index_; }

@@ -922,7 +922,7 @@ class TableSource final : public FileSource {
     if (ms) {
       new_tick = !tick_.empty() && *ms != tick_ms_;
     } else if (!wide_) {
-      for (const auto& [s, l] : tick_) new_tick |= s.key.gpu == row_gpu;
+      for (const GpuSample& s : tick_) new_tick |= s.key.gpu == row_gpu;
     } else {
       new_tick = !tick_.empty();
     }
@@ -958,7 +958,7 @@ class TableSource final : public FileSource {
         continue;
       }
       Partial& part = PartialFor(wide_ ? std::max(r.gpu, 0) : row_gpu, n);
-      GpuSample& s = tick_[part.tick_index].first;
+      GpuSample& s = tick_[part.tick_index];
       switch (r.f) {
         case F::kPower:
           s.power_w = v;
@@ -1000,6 +1000,7 @@ class TableSource final : public FileSource {
     if (row_bad) {
       if (!complete) {
         tick_.resize(tick_before);
+        tick_lines_.resize(tick_before);
         Skip("truncated last line skipped", fmt::format("line {}", n));
         return Status::Ok();
       }
@@ -1008,7 +1009,7 @@ class TableSource final : public FileSource {
     if (!wide_ && partials_.empty()) PartialFor(row_gpu, n);  // a row with every field N/A
     if (tick_before == 0) tick_ms_ = ms ? *ms : synthetic_ticks_++ * options_.interval_ms;
     for (auto& [gpu, part] : partials_) {
-      GpuSample& s = tick_[part.tick_index].first;
+      GpuSample& s = tick_[part.tick_index];
       s.timestamp_ms = tick_ms_;
       // W&B: the limit and the total from a reading and its percentage.
       if (!s.power_limit_w && s.power_w && part.power_pct && *part.power_pct > 1) {
@@ -1034,8 +1035,8 @@ class TableSource final : public FileSource {
       if (g == gpu) return p;
     }
     tick_.emplace_back();
-    tick_.back().first.key = GpuKey{host_index(), static_cast<uint16_t>(gpu)};
-    tick_.back().second = line;
+    tick_.back().key = GpuKey{host_index(), static_cast<uint16_t>(gpu)};
+    tick_lines_.push_back(line);
     partials_.emplace_back();
     partials_.back().first = gpu;
     partials_.back().second.tick_index = tick_.size() - 1;
@@ -1048,8 +1049,8 @@ class TableSource final : public FileSource {
   }
 
   void FlushTick(std::vector<GpuSample>* out) {
-    for (const auto& [s, line] : tick_) Accept(s, line, out);
-    tick_.clear();
+    AcceptTick(&tick_, tick_lines_, out);
+    tick_lines_.clear();
   }
 
   ReaderOptions options_;
@@ -1064,7 +1065,10 @@ class TableSource final : public FileSource {
   int gpu_col_ = -1, uuid_col_ = -1, name_col_ = -1, time_col_ = -1, runtime_col_ = -1;
   std::vector<std::pair<int, Partial>> partials_;
   std::unordered_map<std::string, int> id_to_gpu_;
-  std::vector<std::pair<GpuSample, int64_t>> tick_;
+  // The tick being read, and each sample's line (parallel): handed to AcceptTick whole (a
+  // GpuSample is ~400 bytes; in a one-column-per-GPU frame a sample is ~10 bytes of text).
+  std::vector<GpuSample> tick_;
+  std::vector<int64_t> tick_lines_;
   int64_t tick_ms_ = 0;
   int64_t synthetic_ticks_ = 0;
   // Wide layouts: time segments (a time that jumps back), see Row().
