@@ -436,6 +436,22 @@ TEST(Layouts, WhitespaceTableWithMapAndSplitId) {
   EXPECT_THAT(e.status.message(), HasSubstr("--split-id nope: no such column"));
 }
 
+TEST(Layouts, UnitsThatCannotBePlacedAreErrorsNamingTheColumn) {
+  TempDir dir;
+  WriteFile(dir / "dbm.csv", "time,gpu,power (dBm),util (%)\n2024-01-01T12:00:00,0,30,99\n");
+  Drained d = Read({dir / "dbm.csv"});
+  ASSERT_FALSE(d.status.ok());
+  EXPECT_THAT(d.status.message(),
+              HasSubstr("dbm.csv:1: column 'power (dBm)': unit 'dBm' cannot be placed"));
+  // Degrees and "in W" are units it knows.
+  WriteFile(dir / "deg.csv",
+            "time,gpu,Power (in W),Temp (°C),util (%)\n2024-01-01T12:00:00,0,300,61,99\n");
+  d = Read({dir / "deg.csv"});
+  ASSERT_TRUE(d.status.ok()) << d.status.message();
+  EXPECT_DOUBLE_EQ(*d.samples[0].temperature_c, 61);
+  EXPECT_DOUBLE_EQ(*d.samples[0].power_w, 300);
+}
+
 TEST(Layouts, NotRecognizedMessageListsTheNewLayouts) {
   TempDir dir;
   WriteFile(dir / "x.txt", "hello world\nfoo bar\n");

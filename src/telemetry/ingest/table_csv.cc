@@ -91,6 +91,7 @@ struct Role {
   std::string unit;
   std::string name;  // header text
   bool mapped = false;
+  std::string bad_unit;  // a unit in brackets that cannot be placed ("power (dBm)")
 };
 
 struct UnitInfo {
@@ -135,7 +136,13 @@ std::optional<UnitInfo> ParseUnit(std::string_view u) {
       {"frac", {"ratio", 100, TimeUnit::kAuto, true}},
       {"fraction", {"ratio", 100, TimeUnit::kAuto, true}},
   };
-  auto it = kUnits.find(AsciiLower(TrimSpace(u)));
+  std::string key = AsciiLower(TrimSpace(u));
+  if (key.rfind("in ", 0) == 0) key = std::string(TrimSpace(std::string_view(key).substr(3)));
+  // The degree sign: "°C" (UTF-8), "ºC".
+  for (const char* deg : {"\xc2\xb0", "\xc2\xba"}) {
+    if (key.rfind(deg, 0) == 0) key = key.substr(2);
+  }
+  auto it = kUnits.find(key);
   if (it == kUnits.end()) return std::nullopt;
   return it->second;
 }
@@ -228,8 +235,13 @@ Role Classify(std::string_view raw_name, bool wandb) {
     const char open = body.back() == ']' ? '[' : '(';
     size_t at = body.rfind(open);
     if (at != std::string_view::npos) {
-      unit = ParseUnit(body.substr(at + 1, body.size() - at - 2));
-      if (unit) body = body.substr(0, at);
+      const std::string_view text = body.substr(at + 1, body.size() - at - 2);
+      unit = ParseUnit(text);
+      if (unit) {
+        body = body.substr(0, at);
+      } else if (!TrimSpace(text).empty()) {
+        r.bad_unit = std::string(TrimSpace(text));
+      }
     }
   }
   std::vector<std::string> words = Words(body);
@@ -329,6 +341,7 @@ Role Classify(std::string_view raw_name, bool wandb) {
   }
   r.f = f;
   r.gpu = (f == F::kTime || f == F::kGpu || f == F::kUuid || f == F::kName) ? -1 : gpu;
+  if (f == F::kNone || f == F::kGpu || f == F::kUuid || f == F::kName || unit) r.bad_unit.clear();
   if (unit) {
     r.unit = unit->unit;
     r.time_unit = unit->time_unit;
@@ -672,6 +685,14 @@ class TableSource final : public FileSource {
 
   Status CheckColumns() {
     checked_ = true;
+    for (const Role& r : roles_) {
+      if (r.bad_unit.empty() || r.mapped || r.f == F::kNone) continue;
+      return Status::InvalidInput(fmt::format(
+          "{}:{}: column '{}': unit '{}' cannot be placed (read as {}: W, kW, mW, %, MiB, MB, "
+          "GiB, GB, KiB, bytes, C, MHz, GHz, s, ms); convert the column, or name it with --map "
+          "FIELD=COLUMN to read its numbers as they are",
+          path(), header_line_, Excerpt(r.name, 60), Excerpt(r.bad_unit, 20), FieldName(r.f)));
+    }
     bool reading = false, wide = false;
     int time_cols = 0;
     gpu_col_ = uuid_col_ = name_col_ = time_col_ = runtime_col_ = -1;
@@ -1097,6 +1118,7 @@ ColumnMeaning RecognizeColumn(std::string_view name, bool wandb) {
                                                               : "")
                            : r.unit;
   m.scale = r.scale;
+  m.bad_unit = r.bad_unit;
   m.time_ms = r.time_unit == TimeUnit::kMs;
   return m;
 }

@@ -43,6 +43,7 @@ struct ColumnMeaning {
   std::string unit;      // as understood: "W", "%", "MiB", "epoch s", ...
   double scale = 1;      // multiplies a value into the field's unit (GiB -> MiB: 1024)
   bool time_ms = false;  // time: epoch milliseconds by its name (`_ms`)
+  std::string bad_unit;  // a bracketed unit that cannot be placed ("power (dBm)"): an error
 };
 ColumnMeaning RecognizeColumn(std::string_view name, bool wandb);
 

@@ -382,6 +382,14 @@ class WsTableSource final : public TelemetrySource {
       }
     }
     const ColumnMeaning m = RecognizeColumn(tok, false);
+    bool mapped = false;
+    for (const auto& [field, column] : options_.map) mapped |= AsciiLower(column) == lower;
+    if (!m.bad_unit.empty() && !mapped) {
+      return Status::InvalidInput(fmt::format(
+          "{}:{}: column '{}': unit '{}' cannot be placed (read as {}); convert the column, or "
+          "name it with --map FIELD=COLUMN to read its numbers as they are",
+          path(), reader_->line_number(), Excerpt(tok, 60), Excerpt(m.bad_unit, 20), m.field));
+    }
     if (m.field == "time") {
       c.kind = Kind::kTime;
       c.time_ms = m.time_ms;
