@@ -89,6 +89,27 @@ TEST(Layouts, NvsmiHeaderBeforeEverySampleIsSkippedAndCounted) {
   EXPECT_THAT(d.warnings, Not(HasSubstr("malformed")));
 }
 
+TEST(Layouts, NvsmiLoopWithDateLinesBetweenSamples) {
+  TempDir dir;
+  std::string s;
+  const std::string loop = NvsmiLoop(4);
+  size_t at = 0;
+  int i = 0;
+  for (size_t next = loop.find(kLoopHeader, 1); at != std::string::npos; ++i) {
+    s += fmt::format("Mon Jan  1 12:00:{:02} UTC 2024\n", i);
+    s += loop.substr(at, next == std::string::npos ? std::string::npos : next - at);
+    at = next;
+    next = next == std::string::npos ? next : loop.find(kLoopHeader, next + 1);
+  }
+  WriteFile(dir / "dated.csv", s);
+  const Drained d = Read({dir / "dated.csv"});
+  ASSERT_TRUE(d.status.ok()) << d.status.message();
+  EXPECT_EQ(Format(d), "nvidia-smi");
+  EXPECT_EQ(d.samples.size(), 8u);
+  EXPECT_THAT(d.warnings, HasSubstr("skipped 4 date lines between samples"));
+  EXPECT_THAT(d.warnings, HasSubstr("skipped 3 repeated header lines"));
+}
+
 TEST(Layouts, NvsmiHeaderThatChangesIsAnErrorNamingTheLine) {
   TempDir dir;
   std::string s = NvsmiLoop(3);

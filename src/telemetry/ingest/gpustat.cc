@@ -374,6 +374,15 @@ std::optional<int64_t> ParseGpustatHostLine(std::string_view line) {
   return t->unix_ms;
 }
 
+bool IsDateLine(std::string_view line) {
+  const std::string_view t = TrimSpace(line);
+  if (t.find(',') != std::string_view::npos || t.find('|') != std::string_view::npos) return false;
+  const auto toks = SplitWhitespace(t);
+  if (toks.size() < 4 || toks.size() > 8) return false;
+  // ParseGpustatHostLine skips its first word (a host name): here the weekday.
+  return ParseGpustatHostLine(t).has_value();
+}
+
 Result<OpenedFile> OpenGpustat(std::unique_ptr<LineReader> reader, const std::string& host,
                                uint16_t host_index, const ReaderOptions& options) {
   auto src = std::make_unique<GpustatSource>(std::move(reader), host, host_index, options);

@@ -48,6 +48,11 @@ bool ParseGpustatLine(std::string_view line, GpustatLine* out, std::string* erro
 // The date of a gpustat host line, ms since the epoch read as UTC; nullopt when there is none.
 std::optional<int64_t> ParseGpustatHostLine(std::string_view line);
 
+// True for a line that is only a date and time as `date` or a locale prints it ("Mon Jan  1
+// 12:00:00 UTC 2024", "Mon 01 Jan 2024 12:00:00 PM CET"): what a shell loop prints between
+// samples. Lines with commas or more than eight words are not.
+bool IsDateLine(std::string_view line);
+
 Result<OpenedFile> OpenGpustat(std::unique_ptr<LineReader> reader, const std::string& host,
                                uint16_t host_index, const ReaderOptions& options);
 

@@ -224,6 +224,8 @@ Result<InputFormat> DetectInputFormat(const std::string& path, const IngestOptio
     if (!*r) break;
     const std::string_view t = TrimSpace(line);
     if (t.empty()) continue;
+    // `date; nvidia-smi --query-gpu=... --format=csv` in a loop: the date is not the first line.
+    if (!first_seen && ingest::IsDateLine(t)) continue;
     if (!first_seen) {
       first_seen = true;
       first = std::string(t);

@@ -15,6 +15,7 @@
 #endif
 
 #include "core/timefmt.h"
+#include "telemetry/ingest/gpustat.h"
 #include "telemetry/ingest/text.h"
 #include "telemetry/replay/line_reader.h"
 
@@ -340,14 +341,20 @@ class NvsmiLogSource final : public TelemetrySource {
       }
       return FinishHeader(0);
     }
-    // The first non-empty line is the header.
+    // The first non-empty line is the header (after `date` lines: `date; nvidia-smi ...` in a
+    // loop).
     std::string_view line;
     bool complete;
     for (;;) {
       auto r = reader_->Next(&line, &complete);
       if (!r.ok()) return r.status();
       if (!*r) return Status::InvalidInput(fmt::format("{}: empty file", reader_->path()));
-      if (!Trim(line).empty()) break;
+      if (Trim(line).empty()) continue;
+      if (ingest::IsDateLine(Trim(line))) {
+        ++date_lines_;
+        continue;
+      }
+      break;
     }
     const int64_t n = reader_->line_number();
     if (line.find('\0') != std::string_view::npos) {
@@ -418,6 +425,12 @@ class NvsmiLogSource final : public TelemetrySource {
       lines.push_back(fmt::format("skipped {} repeated header line{} (identical to line {}){}",
                                   repeated_headers_, repeated_headers_ == 1 ? "" : "s",
                                   header_line_, where));
+    }
+    if (date_lines_ > 0) {
+      lines.push_back(
+          fmt::format("skipped {} date line{} between samples (the rows' own "
+                      "timestamps are used)",
+                      date_lines_, date_lines_ == 1 ? "" : "s"));
     }
     for (const Column& c : columns_) {
       if (c.absent_rows == 0) continue;
@@ -584,6 +597,10 @@ class NvsmiLogSource final : public TelemetrySource {
         // changes mid-file (another --query-gpu appended) would read columns as the wrong fields.
         if (t == header_text_) {
           if (repeated_headers_++ < 3) repeated_header_lines_.push_back(n);
+          continue;
+        }
+        if (t.find(',') == std::string_view::npos && ingest::IsDateLine(t)) {
+          ++date_lines_;  // `date` before each sample; the rows carry their own timestamps
           continue;
         }
         // Every data row has digits (its timestamp, its values); a header has none.
@@ -1142,6 +1159,7 @@ class NvsmiLogSource final : public TelemetrySource {
   std::string header_text_;  // the CSV header line, trimmed: repeats of it are skipped
   int64_t header_line_ = 0;
   int64_t repeated_headers_ = 0;
+  int64_t date_lines_ = 0;                      // `date` output between samples, skipped
   std::vector<int64_t> repeated_header_lines_;  // the first three
   Warnings warnings_;
   bool nul_tail_noted_ = false;
