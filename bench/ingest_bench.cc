@@ -2,7 +2,7 @@
 // from the content) and drains its source without the triage engine, so the figure is the
 // reader's own. bench/ingest_throughput.sh runs it next to the whole `triage` command, on one
 // core, and takes the CPU seconds and peak RSS from /usr/bin/time.
-// usage: ingest_bench FILE [INTERVAL_MS]
+// usage: ingest_bench FILE [INTERVAL_MS] [WIDE_METRIC]  (WIDE_METRIC: --wide, e.g. power)
 #include <fmt/format.h>
 
 #include <cstdint>
@@ -14,11 +14,12 @@
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    fmt::print(stderr, "usage: ingest_bench FILE [INTERVAL_MS]\n");
+    fmt::print(stderr, "usage: ingest_bench FILE [INTERVAL_MS] [WIDE_METRIC]\n");
     return 2;
   }
   ww::IngestOptions options;
   if (argc > 2) options.replay.interval_ms = std::atoll(argv[2]);
+  if (argc > 3) options.wide_metric = argv[3];
   auto opened = ww::OpenTelemetryFile(argv[1], "node0", 0, options);
   if (!opened.ok()) {
     fmt::print(stderr, "ingest_bench: {}\n", opened.status().message());

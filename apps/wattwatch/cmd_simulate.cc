@@ -101,6 +101,13 @@ Formats (--format; triage reads each back, the format recognized from the conten
                      wattwatch simulate checkpoint-all --interval-ms 1000 --format smi-table --out job.out
   custom-csv       a home-made logger: ts,gpu_id,power_w,power_limit_w,util_pct,...
                      wattwatch simulate healthy --interval-ms 1000 --format custom-csv --out gpu.csv
+  nvidia-smi-loop  nvidia-smi --query-gpu=name,pci.bus_id,... --format=csv in a shell loop: the
+                   header before every sample, GPUs by bus id
+  gpustat          gpustat --show-power in a loop, host lines with dates (whole seconds):
+                     wattwatch simulate hang-spin --interval-ms 2000 --format gpustat --out gpu.log
+  wide-power       a W&B power panel pivoted by pandas, ,timestamp,GPU 0,... (triage --wide power)
+  llview           an LLview GPU_<jobid>_node.dat, every host in one file (whole seconds):
+                     wattwatch simulate multi-host --interval-ms 60000 --format llview --out job.dat
 
 Exit codes: 0 written; 2 bad scenario, model or path.)");
   cmd->add_option("scenario", flags->scenario, "scenario name")->required();

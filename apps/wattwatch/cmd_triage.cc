@@ -33,6 +33,8 @@ struct TriageFlags {
   std::string query;
   std::string format = "auto";
   std::vector<std::string> map;
+  std::string wide;      // --wide METRIC
+  std::string split_id;  // --split-id COLUMN
   int64_t interval_ms = 0;
   triage::TriageOptions triage;  // --hang-confirm-s, --max-checkpoint-s bind here (one default)
   std::string color = "auto";
@@ -131,6 +133,8 @@ int RunTriage(const TriageFlags& f) {
     return kExitBadInput;
   }
   io.format = *format;
+  io.wide_metric = f.wide;
+  io.split_id = f.split_id;
   for (const auto& m : f.map) {
     Status ms = ParseMapFlag(m, &io.map);
     if (!ms.ok()) {
@@ -277,14 +281,16 @@ void AddTriageCommand(CLI::App& app, int* exit_code) {
       "Say what every GPU of a job was doing over time: compute, communication, data_starved, "
       "checkpoint, hang or idle, with hang episodes, their culprit ranks and the GPU-hours they "
       "wasted.");
-  cmd->footer(R"(Input: nvidia-smi logs as you have them, one file per host of one job:
+  cmd->footer(std::string(R"(Input: nvidia-smi logs as you have them, one file per host of one job:
   nvidia-smi --query-gpu=timestamp,index,name,power.draw,power.limit,utilization.gpu,\
              utilization.memory,memory.used --format=csv -lms 100 > $(hostname).csv
 Any column order or subset, with or without units/header (then pass --query), or
 `nvidia-smi dmon` output. Also, recognized from the content: `dcgmi dmon` text (pass
 --interval-ms), dcgm-exporter /metrics scrapes, W&B system metrics (CSV, JSON lines),
 `nvidia-smi` tables in a loop (a Slurm .out), CSVs with your own column names (--map),
-any of them gzip- or zstd-compressed; `-` reads standard input. Host = file name without
+gpustat output in a loop, one-column-per-GPU frames (--wide METRIC), LLview job tables,
+whitespace tables (--map, --split-id), any of them gzip- or zstd-compressed; `-` reads
+standard input. A header repeated before every sample is skipped. Host = file name without
 extension (same-named files from different folders: a/node0, b/node0). An output flag given an
 input log or an existing telemetry log is refused (a glob after --html), unless --force.
 
@@ -302,6 +308,14 @@ Examples:
   wattwatch triage --prometheus http://prom:9090 --start 2026-11-18T01:00:00Z \
       --end 2026-11-18T03:00:00Z --selector '{Hostname=~"node1[0-3]"}' --html incident.html
   wattwatch triage incident.json      # curl .../api/v1/query_range?... > incident.json
+  wattwatch triage gpustat.log --interval-ms 2000   # while sleep 2; do gpustat; done
+  wattwatch triage wandb_power.csv --wide power     # ,timestamp,GPU 0,...,GPU 7
+  wattwatch triage GPU_9438058_node.dat             # LLview: hosts from nodeid
+  wattwatch triage gpu.txt --map power=watts --split-id node_gpu
+
+Formats (--format; recognized from the content unless given):
+)") + InputFormatHelp() +
+              R"(
 
 Exit codes: 0 triage ran; 2 unusable input (the message names file, line and field);
 3 a hang was found and --fail-on-hang was given.)");
@@ -322,10 +336,22 @@ Exit codes: 0 triage ran; 2 unusable input (the message names file, line and fie
   cmd->add_option("--query", flags->query,
                   "the --query-gpu list of a headerless (csv,noheader) log");
   cmd->add_option("--format", flags->format,
-                  "auto (default: recognized from the content), nvidia-smi, dcgmi-dmon, "
-                  "dcgm-exporter, wandb, smi-table, custom-csv or prometheus-json")
-      ->check(CLI::IsMember({"auto", "nvidia-smi", "dcgmi-dmon", "dcgm-exporter", "wandb",
-                             "smi-table", "custom-csv", "prometheus-json"}));
+                  "auto (default: recognized from the content) or one of " + InputFormatNames())
+      ->check(
+          [](const std::string& v) {
+            auto f = ParseInputFormat(v);
+            return f.ok() ? std::string() : f.status().message();
+          },
+          "FORMAT");
+  cmd->add_option("--wide", flags->wide,
+                  "what one-column-per-GPU columns without a metric in their name hold ('GPU 0', "
+                  "'gpu.3'): power (W), util (%), memory_used (MiB), temperature (C), mem_util, "
+                  "memory_total, sm_clock, mem_clock, power_limit")
+      ->check(CLI::IsMember({"power", "util", "memory_used", "temperature", "mem_util",
+                             "memory_total", "sm_clock", "mem_clock", "power_limit"}));
+  cmd->add_option("--split-id", flags->split_id,
+                  "COLUMN of a whitespace table holding '<host>_<gpu>' (as LLview's nodeid): "
+                  "hosts and GPUs from it");
   cmd->add_option("--map", flags->map,
                   "FIELD=COLUMN for a home-made CSV (repeatable): time, gpu, uuid, name, power, "
                   "power_limit, util, mem_util, memory_used, memory_total, temperature, "

@@ -100,6 +100,41 @@ void FileSource::Accept(const GpuSample& s, int64_t line, std::vector<GpuSample>
   out->push_back(s);
 }
 
+void FileSource::AcceptTick(std::vector<GpuSample>* tick, const std::vector<int64_t>& lines,
+                            std::vector<GpuSample>* out) {
+  size_t kept = 0;
+  for (size_t i = 0; i < tick->size(); ++i) {
+    const GpuSample& s = (*tick)[i];
+    const size_t g = s.key.gpu;
+    if (g >= last_ms_.size()) {
+      last_ms_.resize(g + 1, INT64_MIN);
+      has_info_.resize(g + 1, false);
+    }
+    int64_t& last = last_ms_[g];
+    if (s.timestamp_ms <= last) {
+      warnings_.Add(
+          s.timestamp_ms == last ? "duplicate timestamp skipped" : "out-of-order timestamp skipped",
+          fmt::format("line {}: GPU {} at {}", i < lines.size() ? lines[i] : 0, s.key.gpu,
+                      FormatIsoMs(s.timestamp_ms)));
+      continue;
+    }
+    last = s.timestamp_ms;
+    if (!has_info_[g]) {
+      Info(s.key.gpu);
+      has_info_[g] = true;
+    }
+    if (kept != i) (*tick)[kept] = s;
+    ++kept;
+  }
+  tick->resize(kept);
+  if (out->empty()) {
+    out->swap(*tick);
+  } else {
+    out->insert(out->end(), tick->begin(), tick->end());
+  }
+  tick->clear();
+}
+
 GpuInfo& FileSource::Info(uint16_t gpu) {
   auto [it, inserted] = infos_.try_emplace(gpu);
   if (inserted) {

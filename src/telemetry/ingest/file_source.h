@@ -28,6 +28,11 @@ struct FileSourceLimits {
 struct ReaderOptions {
   int64_t interval_ms = 0;                               // 0: the file must carry its own times
   std::vector<std::pair<std::string, std::string>> map;  // FIELD -> COLUMN (--map)
+  // --wide METRIC: what the one-column-per-GPU columns that name no metric hold (`GPU 0`,
+  // `gpu.3`): a --map FIELD name (power, util, memory_used, temperature, ...). Empty: unset.
+  std::string wide_metric;
+  // --split-id COLUMN: a column holding `<host>_<gpu>` (whitespace tables); empty: none.
+  std::string split_id;
   FileSourceLimits limits;
 };
 
@@ -77,6 +82,10 @@ class FileSource : public TelemetrySource {
   // are warnings naming `line`.
   static constexpr int64_t kMaxJumpMs = 86'400'000;
   void Accept(const GpuSample& s, int64_t line, std::vector<GpuSample>* out);
+  // Accept() for a whole tick (lines parallel to *tick): the samples that pass are moved to
+  // *out (its buffer swapped with the tick's when out is empty); *tick is left empty.
+  void AcceptTick(std::vector<GpuSample>* tick, const std::vector<int64_t>& lines,
+                  std::vector<GpuSample>* out);
   GpuInfo& Info(uint16_t gpu);
   void SetLabel(uint16_t gpu, const std::string& key, const std::string& value);
   uint16_t host_index() const { return host_index_; }

@@ -10,28 +10,40 @@
 #include "core/timefmt.h"
 #include "telemetry/ingest/dcgm_exporter.h"
 #include "telemetry/ingest/dcgmi_dmon.h"
+#include "telemetry/ingest/gpustat.h"
 #include "telemetry/ingest/output_paths.h"
 #include "telemetry/ingest/prom_json.h"
 #include "telemetry/ingest/prom_text.h"
 #include "telemetry/ingest/smi_table.h"
 #include "telemetry/ingest/table_csv.h"
+#include "telemetry/ingest/ws_table.h"
 
 namespace ww {
 namespace {
 
+// The formats, once: their --format names and what each reads (the "not recognized" message,
+// triage --help and docs/triage.md list them from here).
 struct FormatName {
   InputFormat format;
   const char* name;
+  const char* what;
 };
 constexpr FormatName kFormats[] = {
-    {InputFormat::kAuto, "auto"},
-    {InputFormat::kNvidiaSmi, "nvidia-smi"},
-    {InputFormat::kDcgmiDmon, "dcgmi-dmon"},
-    {InputFormat::kDcgmExporter, "dcgm-exporter"},
-    {InputFormat::kWandb, "wandb"},
-    {InputFormat::kSmiTable, "smi-table"},
-    {InputFormat::kCustomCsv, "custom-csv"},
-    {InputFormat::kPromJson, "prometheus-json"},
+    {InputFormat::kAuto, "auto", ""},
+    {InputFormat::kNvidiaSmi, "nvidia-smi",
+     "nvidia-smi --query-gpu CSV (header once, before every sample, or none) and nvidia-smi dmon"},
+    {InputFormat::kDcgmiDmon, "dcgmi-dmon", "dcgmi dmon text"},
+    {InputFormat::kDcgmExporter, "dcgm-exporter", "dcgm-exporter /metrics text"},
+    {InputFormat::kWandb, "wandb", "W&B system metrics (CSV or JSON lines)"},
+    {InputFormat::kSmiTable, "smi-table", "the nvidia-smi table in a loop (a Slurm .out)"},
+    {InputFormat::kCustomCsv, "custom-csv", "CSVs with a power or utilization column (--map)"},
+    {InputFormat::kPromJson, "prometheus-json", "Prometheus query_range JSON"},
+    {InputFormat::kGpustat, "gpustat",
+     "gpustat output in a loop (--interval-ms without host lines)"},
+    {InputFormat::kWide, "wide",
+     "one column per GPU (',timestamp,GPU 0,GPU 1', 'gpu.3'; --wide METRIC)"},
+    {InputFormat::kLlview, "llview", "LLview/JuRepTool per-GPU job tables (JSC)"},
+    {InputFormat::kTable, "table", "whitespace-separated tables (--map, --split-id)"},
 };
 
 // How far detection looks: dcgm-exporter lines or an nvidia-smi table may come after a page of
@@ -56,15 +68,22 @@ bool LooksLikeNvsmiRow(std::string_view line) {
   return ParseTimestamp(line.substr(0, comma)).has_value();
 }
 
+// "nvidia-smi --query-gpu CSV ..., dcgmi dmon text, ..." from kFormats.
+std::string FormatList() {
+  std::string out;
+  for (const auto& f : kFormats) {
+    if (f.format == InputFormat::kAuto) continue;
+    out += fmt::format("{}{} ({})", out.empty() ? "" : ", ", f.what, f.name);
+  }
+  return out;
+}
+
 std::string Unrecognized(const std::string& path, int64_t line_no, std::string_view first) {
   return fmt::format(
-      "{}:{}: not a telemetry log wattwatch recognizes (first line: '{}'); it reads nvidia-smi "
-      "CSV and dmon logs, dcgmi dmon, dcgm-exporter /metrics text, W&B system metrics (CSV or "
-      "JSON lines), nvidia-smi tables, Prometheus query_range JSON and CSVs with a power or "
-      "utilization column, gzip or zstd compressed; force one with --format {{{}}}, or name your "
-      "columns with --map "
+      "{}:{}: not a telemetry log wattwatch recognizes (first line: '{}'); it reads {}; gzip or "
+      "zstd compressed; force one with --format {{{}}}, or name your columns with --map "
       "FIELD=COLUMN (e.g. --map power=gpu_watts --map time=t)",
-      path, line_no, ingest::Excerpt(first, 100), InputFormatNames());
+      path, line_no, ingest::Excerpt(first, 100), FormatList(), InputFormatNames());
 }
 
 }  // namespace
@@ -143,6 +162,15 @@ std::string InputFormatNames() {
   return out;
 }
 
+std::string InputFormatHelp() {
+  std::string out;
+  for (const auto& f : kFormats) {
+    if (f.format == InputFormat::kAuto) continue;
+    out += fmt::format("  {:<16} {}\n", f.name, f.what);
+  }
+  return out;
+}
+
 Status ParseMapFlag(std::string_view flag, std::vector<std::pair<std::string, std::string>>* out) {
   const size_t eq = flag.find('=');
   if (eq == std::string_view::npos || eq == 0 || eq + 1 >= flag.size()) {
@@ -185,6 +213,7 @@ Result<InputFormat> DetectInputFormat(const std::string& path, const IngestOptio
   int lines = 0;
   bool first_seen = false;
   InputFormat found = InputFormat::kAuto;
+  size_t table_fields = 0;  // the first line looked like a whitespace table's header
   for (;;) {
     auto r = (*reader)->Next(&line, &complete);
     if (!r.ok()) {
@@ -195,6 +224,8 @@ Result<InputFormat> DetectInputFormat(const std::string& path, const IngestOptio
     if (!*r) break;
     const std::string_view t = TrimSpace(line);
     if (t.empty()) continue;
+    // `date; nvidia-smi --query-gpu=... --format=csv` in a loop: the date is not the first line.
+    if (!first_seen && ingest::IsDateLine(t)) continue;
     if (!first_seen) {
       first_seen = true;
       first = std::string(t);
@@ -211,12 +242,33 @@ Result<InputFormat> DetectInputFormat(const std::string& path, const IngestOptio
         }
       }
       if (ingest::LooksLikeWandbCsvHeader(t)) return InputFormat::kWandb;
+      if (ingest::LooksLikeLlviewHeader(t)) return InputFormat::kLlview;
+      if (!options.split_id.empty()) return InputFormat::kTable;
+      if (ingest::LooksLikeWideGpuHeader(t)) return InputFormat::kWide;
       if (LooksLikeNvsmiCsvHeader(t)) {
         return options.map.empty() ? InputFormat::kNvidiaSmi : InputFormat::kCustomCsv;
       }
       if (LooksLikeNvsmiRow(t)) return InputFormat::kNvidiaSmi;  // --format=csv,noheader
-      if (!options.map.empty() && t.front() != '{') return InputFormat::kCustomCsv;
+      const bool whitespace_only = t.find_first_of(",;\t") == std::string_view::npos &&
+                                   ingest::SplitWhitespace(t).size() >= 2;
+      if (!options.map.empty() && t.front() != '{') {
+        return whitespace_only ? InputFormat::kTable : InputFormat::kCustomCsv;
+      }
       if (ingest::LooksLikeCustomCsvHeader(t)) found = InputFormat::kCustomCsv;
+      // A whitespace table only when the next line has as many fields ("GPU power log" above
+      // a CSV is a title, not a header); a date and a time may be two of them.
+      if (ingest::LooksLikeWhitespaceTableHeader(t)) {
+        table_fields = ingest::SplitWhitespace(t).size();
+      }
+    } else if (table_fields > 0) {
+      const size_t n = ingest::SplitWhitespace(t).size();
+      if (t.find(',') == std::string_view::npos && (n == table_fields || n == table_fields + 1)) {
+        return InputFormat::kTable;
+      }
+      table_fields = 0;
+    }
+    if ((t.front() == '[' || t.front() == '\x1b') && ingest::IsGpustatGpuLine(t)) {
+      return InputFormat::kGpustat;
     }
     if (ingest::IsPromSampleLine(t, "DCGM_FI_")) return InputFormat::kDcgmExporter;
     if (ingest::IsSmiTableBanner(t)) return InputFormat::kSmiTable;
@@ -236,6 +288,8 @@ Result<ingest::OpenedFile> OpenTelemetryFile(const std::string& path, const std:
   ingest::ReaderOptions ro;
   ro.interval_ms = options.replay.interval_ms;
   ro.map = options.map;
+  ro.wide_metric = options.wide_metric;
+  ro.split_id = options.split_id;
   ro.limits.max_bad_fraction = options.replay.max_bad_row_fraction;
   ro.limits.max_bad_floor = options.replay.max_bad_rows_floor;
   Result<ingest::OpenedFile> opened = Status::Internal("unreachable");
@@ -265,7 +319,17 @@ Result<ingest::OpenedFile> OpenTelemetryFile(const std::string& path, const std:
         opened = ingest::OpenSmiTable(std::move(*reader), host, host_index, ro);
         break;
       case InputFormat::kCustomCsv:
+      case InputFormat::kWide:
         opened = ingest::OpenCustomCsv(std::move(*reader), host, host_index, ro, false);
+        break;
+      case InputFormat::kGpustat:
+        opened = ingest::OpenGpustat(std::move(*reader), host, host_index, ro);
+        break;
+      case InputFormat::kLlview:
+      case InputFormat::kTable:
+        opened =
+            ingest::OpenWhitespaceTable(std::move(*reader), host, host_index, ro,
+                                        *format == InputFormat::kLlview, options.multiple_files);
         break;
       case InputFormat::kPromJson:
         if (host_index != 0 || options.multiple_files) {

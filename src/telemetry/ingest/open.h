@@ -6,7 +6,10 @@
 // dmon`), dcgmi-dmon, dcgm-exporter (Prometheus text as scraped from :9400/metrics), wandb
 // (system metrics, CSV or JSON lines), smi-table (the default `nvidia-smi` table in a loop, also
 // inside a Slurm .out), custom-csv (home-made CSVs; --map FIELD=COLUMN), prometheus-json (saved
-// /api/v1/query_range responses; one file may hold several hosts). A file nothing
+// /api/v1/query_range responses; one file may hold several hosts), gpustat (its output in a
+// loop), wide (one column per GPU, `,timestamp,GPU 0,GPU 1`; --wide METRIC), llview (LLview /
+// JuRepTool per-GPU job tables; hosts from nodeid), table (whitespace-separated tables; --map,
+// --split-id). Identical repeated header lines are skipped everywhere. A file nothing
 // recognizes is an error naming its first line, the formats read and --map.
 // Ownership: the caller owns the returned source. Thread-safety: free functions.
 #pragma once
@@ -31,20 +34,28 @@ enum class InputFormat {
   kWandb,
   kSmiTable,
   kCustomCsv,
-  kPromJson
+  kPromJson,
+  kGpustat,
+  kWide,
+  kLlview,
+  kTable
 };
 
 // "auto", "nvidia-smi", "dcgmi-dmon", "dcgm-exporter", "wandb", "smi-table", "custom-csv",
-// "prometheus-json".
+// "prometheus-json", "gpustat", "wide", "llview", "table".
 Result<InputFormat> ParseInputFormat(std::string_view name);
 const char* InputFormatName(InputFormat f);
-// "nvidia-smi, dcgmi-dmon, dcgm-exporter, wandb, smi-table, custom-csv"
+// "nvidia-smi, dcgmi-dmon, dcgm-exporter, wandb, smi-table, custom-csv, ..."
 std::string InputFormatNames();
+// One line per format: "  NAME  what it reads", from the same table (triage --help, docs).
+std::string InputFormatHelp();
 
 struct IngestOptions {
   InputFormat format = InputFormat::kAuto;
   ReplayOptions replay;  // the nvidia-smi reader's options; interval_ms serves every format
   std::vector<std::pair<std::string, std::string>> map;  // --map FIELD=COLUMN
+  std::string wide_metric;      // --wide METRIC: what `GPU 0`-style columns hold
+  std::string split_id;         // --split-id COLUMN: a `<host>_<gpu>` column of a whitespace table
   bool multiple_files = false;  // set by OpenTelemetryFiles: a prometheus-json file must be alone
 };
 

@@ -91,6 +91,7 @@ struct Role {
   std::string unit;
   std::string name;  // header text
   bool mapped = false;
+  std::string bad_unit;  // a unit in brackets that cannot be placed ("power (dBm)")
 };
 
 struct UnitInfo {
@@ -135,7 +136,13 @@ std::optional<UnitInfo> ParseUnit(std::string_view u) {
       {"frac", {"ratio", 100, TimeUnit::kAuto, true}},
       {"fraction", {"ratio", 100, TimeUnit::kAuto, true}},
   };
-  auto it = kUnits.find(AsciiLower(TrimSpace(u)));
+  std::string key = AsciiLower(TrimSpace(u));
+  if (key.rfind("in ", 0) == 0) key = std::string(TrimSpace(std::string_view(key).substr(3)));
+  // The degree sign: "°C" (UTF-8), "ºC".
+  for (const char* deg : {"\xc2\xb0", "\xc2\xba"}) {
+    if (key.rfind(deg, 0) == 0) key = key.substr(2);
+  }
+  auto it = kUnits.find(key);
   if (it == kUnits.end()) return std::nullopt;
   return it->second;
 }
@@ -176,7 +183,12 @@ Role Classify(std::string_view raw_name, bool wandb) {
   Role r;
   r.name = std::string(TrimSpaceAndQuotes(raw_name));
   const std::string& name = r.name;
-  if (wandb || name.rfind("system.gpu.", 0) == 0 || name == "_timestamp" || name == "_runtime") {
+  // W&B's keys without the `system.` prefix (`gpu.0.powerWatts`, as some exports name them).
+  const bool short_wandb_key = name.rfind("gpu.", 0) == 0 &&
+                               std::count(name.begin(), name.end(), '.') >= 2 &&
+                               AllDigits(name.substr(4, name.find('.', 4) - 4));
+  if (wandb || name.rfind("system.gpu.", 0) == 0 || short_wandb_key || name == "_timestamp" ||
+      name == "_runtime") {
     if (name == "_timestamp") {
       r.f = F::kTime;
       r.time_unit = TimeUnit::kSec;
@@ -188,8 +200,8 @@ Role Classify(std::string_view raw_name, bool wandb) {
       r.unit = "s since start";
       return r;
     }
-    if (name.rfind("system.gpu.", 0) == 0) {
-      std::string_view rest = std::string_view(name).substr(11);
+    if (name.rfind("system.gpu.", 0) == 0 || short_wandb_key) {
+      std::string_view rest = std::string_view(name).substr(short_wandb_key ? 4 : 11);
       size_t dot = rest.find('.');
       if (dot == std::string_view::npos) return r;
       const std::string num(rest.substr(0, dot));
@@ -223,8 +235,13 @@ Role Classify(std::string_view raw_name, bool wandb) {
     const char open = body.back() == ']' ? '[' : '(';
     size_t at = body.rfind(open);
     if (at != std::string_view::npos) {
-      unit = ParseUnit(body.substr(at + 1, body.size() - at - 2));
-      if (unit) body = body.substr(0, at);
+      const std::string_view text = body.substr(at + 1, body.size() - at - 2);
+      unit = ParseUnit(text);
+      if (unit) {
+        body = body.substr(0, at);
+      } else if (!TrimSpace(text).empty()) {
+        r.bad_unit = std::string(TrimSpace(text));
+      }
     }
   }
   std::vector<std::string> words = Words(body);
@@ -324,6 +341,7 @@ Role Classify(std::string_view raw_name, bool wandb) {
   }
   r.f = f;
   r.gpu = (f == F::kTime || f == F::kGpu || f == F::kUuid || f == F::kName) ? -1 : gpu;
+  if (f == F::kNone || f == F::kGpu || f == F::kUuid || f == F::kName || unit) r.bad_unit.clear();
   if (unit) {
     r.unit = unit->unit;
     r.time_unit = unit->time_unit;
@@ -408,6 +426,19 @@ void SplitCells(std::string_view line, char delim, std::vector<std::string_view>
   out->push_back(line.substr(start));
 }
 
+// A column that names one GPU and nothing else: `GPU 0`, `gpu.3`, `gpu_3`, `cuda1`, `device 2`,
+// or a bare `3` (pandas pivot on an integer gpu column). Its GPU, or -1. (`Unnamed: 0`, a pandas
+// index read back, is not one.)
+int BareGpuColumn(std::string_view raw) {
+  const std::vector<std::string> w = Words(TrimSpaceAndQuotes(raw));
+  if (w.size() == 1 && AllDigits(w[0])) return std::stoi(w[0]);
+  if (w.size() == 2 && AllDigits(w[1]) &&
+      (w[0] == "gpu" || w[0] == "cuda" || w[0] == "device" || w[0] == "dev" || w[0] == "card")) {
+    return std::stoi(w[1]);
+  }
+  return -1;
+}
+
 class TableSource final : public FileSource {
  public:
   enum class Kind { kCsv, kWandbCsv, kWandbJsonl };
@@ -432,6 +463,7 @@ class TableSource final : public FileSource {
     delim_ = PickDelimiter(line);
     SplitCells(line, delim_, &cells_);
     for (std::string_view c : cells_) roles_.push_back(Classify(c, kind_ == Kind::kWandbCsv));
+    WW_RETURN_IF_ERROR(ApplyWide());
     WW_RETURN_IF_ERROR(ApplyMap());
     return CheckColumns();
   }
@@ -463,6 +495,10 @@ class TableSource final : public FileSource {
                              rs.size(), unit.empty() ? "" : " [" + unit + "]");
       }
       if (r.mapped) parts += " (--map)";
+    }
+    if (segments_ > 0) {
+      parts += fmt::format("; {} segments (time jumped back {} time{}; laid end to end)",
+                           segments_ + 1, segments_, segments_ == 1 ? "" : "s");
     }
     if (!HasTime())
       parts +=
@@ -519,7 +555,21 @@ class TableSource final : public FileSource {
         }
       } else {
         SplitCells(line, delim_, &cells_);
-        if (cells_.size() == roles_.size() && n > header_line_ && IsHeaderAgain()) continue;
+        if (n > header_line_ && StartsWithLetter(cells_.front())) {
+          // Logs appended to, or a loop that prints the header each time: identical header lines
+          // are skipped and counted; a different one would read columns as the wrong fields.
+          if (cells_.size() == roles_.size() && IsHeaderAgain()) {
+            Skip(fmt::format("repeated header lines skipped (identical to line {})", header_line_),
+                 fmt::format("line {}", n));
+            continue;
+          }
+          if (LooksLikeOtherHeader()) {
+            return Status::InvalidInput(fmt::format(
+                "{}:{}: the header changes mid-file ('{}'; the header at line {} has {} "
+                "columns); split the file where it changes and give the parts separately",
+                path(), n, Excerpt(TrimSpace(line), 100), header_line_, roles_.size()));
+          }
+        }
         CountRecord();
         if (cells_.size() != roles_.size()) {
           if (!complete) {
@@ -550,6 +600,50 @@ class TableSource final : public FileSource {
       if (r.f == F::kTime || r.f == F::kRuntime) return true;
     }
     return false;
+  }
+
+  static bool StartsWithLetter(std::string_view cell) {
+    const std::string_view c = TrimSpaceAndQuotes(cell);
+    return !c.empty() && std::isalpha(static_cast<unsigned char>(c.front()));
+  }
+
+  // A row of column names: no cell is a number and at least two name fields wattwatch knows.
+  bool LooksLikeOtherHeader() const {
+    int known = 0;
+    for (std::string_view c : cells_) {
+      double v = 0;
+      if (ParseNumber(c, &v) == Parse::kOk) return false;
+      if (Classify(c, kind_ == Kind::kWandbCsv).f != F::kNone) ++known;
+    }
+    return known >= 2;
+  }
+
+  // --wide METRIC: the per-GPU columns that name no metric (`GPU 0`, `gpu.3`) hold METRIC.
+  Status ApplyWide() {
+    if (options_.wide_metric.empty()) return Status::Ok();
+    const F f = FieldFromName(AsciiLower(options_.wide_metric));
+    static const std::map<F, const char*> kUnits = {
+        {F::kPower, "W"},      {F::kPowerLimit, "W"}, {F::kUtil, "%"},    {F::kMemUtil, "%"},
+        {F::kMemUsed, "MiB"},  {F::kMemTotal, "MiB"}, {F::kTemp, "C"},    {F::kSmClock, "MHz"},
+        {F::kMemClock, "MHz"}, {F::kMemUsedPct, "%"}, {F::kPowerPct, "%"}};
+    auto unit = kUnits.find(f);
+    if (unit == kUnits.end()) {
+      return Status::InvalidInput(
+          fmt::format("--wide '{}': not a metric (expected power, util, mem_util, memory_used, "
+                      "memory_total, temperature, sm_clock, mem_clock, power_limit)",
+                      options_.wide_metric));
+    }
+    // Columns that name their metric keep it; with no bare GPU column the flag was meant for
+    // other files of the job.
+    for (Role& r : roles_) {
+      const int gpu = BareGpuColumn(r.name);
+      if (r.f == F::kNone && gpu >= 0) {
+        r.f = f;
+        r.gpu = gpu;
+        if (r.unit.empty()) r.unit = std::string(unit->second) + " (--wide)";
+      }
+    }
+    return Status::Ok();
   }
 
   bool IsHeaderAgain() const {
@@ -591,6 +685,14 @@ class TableSource final : public FileSource {
 
   Status CheckColumns() {
     checked_ = true;
+    for (const Role& r : roles_) {
+      if (r.bad_unit.empty() || r.mapped || r.f == F::kNone) continue;
+      return Status::InvalidInput(fmt::format(
+          "{}:{}: column '{}': unit '{}' cannot be placed (read as {}: W, kW, mW, %, MiB, MB, "
+          "GiB, GB, KiB, bytes, C, MHz, GHz, s, ms); convert the column, or name it with --map "
+          "FIELD=COLUMN to read its numbers as they are",
+          path(), header_line_, Excerpt(r.name, 60), Excerpt(r.bad_unit, 20), FieldName(r.f)));
+    }
     bool reading = false, wide = false;
     int time_cols = 0;
     gpu_col_ = uuid_col_ = name_col_ = time_col_ = runtime_col_ = -1;
@@ -611,6 +713,21 @@ class TableSource final : public FileSource {
     const std::string where = kind_ == Kind::kWandbJsonl
                                   ? fmt::format("{}:{}", path(), reader().line_number())
                                   : fmt::format("{}:{}", path(), header_line_);
+    if (!reading && options_.wide_metric.empty()) {
+      std::string gpu_cols;
+      int n_gpu_cols = 0;
+      for (const Role& r : roles_) {
+        if (r.f != F::kNone || BareGpuColumn(r.name) < 0) continue;
+        if (n_gpu_cols++ < 3) gpu_cols += (gpu_cols.empty() ? "'" : ", '") + r.name + "'";
+      }
+      if (n_gpu_cols > 0) {
+        return Status::InvalidInput(fmt::format(
+            "{}: {} column{} of one GPU each ({}{}) but no name says what they hold; pass --wide "
+            "METRIC (power, util, memory_used, temperature, ...)",
+            where, n_gpu_cols, n_gpu_cols == 1 ? "" : "s", gpu_cols,
+            n_gpu_cols > 3 ? ", ..." : ""));
+      }
+    }
     if (!reading) {
       return Status::InvalidInput(fmt::format(
           "{}: no power or utilization column recognized{}; name them with --map "
@@ -770,6 +887,26 @@ class TableSource final : public FileSource {
                                roles_[static_cast<size_t>(tcol)].name, Excerpt(cell, 40)));
       }
     }
+    if (ms && wide_) {
+      // Several runs concatenated (W&B exports of one project): a time that jumps back starts a
+      // new segment, laid one interval after the previous one so that the timeline stays in
+      // order and no reading is dropped as out of order.
+      const int64_t raw = *ms;
+      if (last_raw_ms_ && raw < *last_raw_ms_) {
+        const int64_t step = last_step_ms_ > 0 ? last_step_ms_ : 1000;
+        const int64_t newest = *last_raw_ms_ + segment_offset_ms_;
+        segment_offset_ms_ = newest + step - raw;
+        ++segments_;
+        Skip("time jumps back: a new segment (run) starts, laid one interval after the previous",
+             fmt::format("line {}: {} after {}; later rows shifted by {:.0f} s", n,
+                         FormatIsoMs(raw), FormatIsoMs(*last_raw_ms_),
+                         static_cast<double>(segment_offset_ms_) / 1000));
+      } else if (last_raw_ms_ && raw > *last_raw_ms_) {
+        last_step_ms_ = raw - *last_raw_ms_;
+      }
+      last_raw_ms_ = raw;
+      *ms = raw + segment_offset_ms_;
+    }
     // The GPU of a long-layout row.
     int row_gpu = 0;
     std::string uuid;
@@ -806,7 +943,7 @@ class TableSource final : public FileSource {
     if (ms) {
       new_tick = !tick_.empty() && *ms != tick_ms_;
     } else if (!wide_) {
-      for (const auto& [s, l] : tick_) new_tick |= s.key.gpu == row_gpu;
+      for (const GpuSample& s : tick_) new_tick |= s.key.gpu == row_gpu;
     } else {
       new_tick = !tick_.empty();
     }
@@ -842,7 +979,7 @@ class TableSource final : public FileSource {
         continue;
       }
       Partial& part = PartialFor(wide_ ? std::max(r.gpu, 0) : row_gpu, n);
-      GpuSample& s = tick_[part.tick_index].first;
+      GpuSample& s = tick_[part.tick_index];
       switch (r.f) {
         case F::kPower:
           s.power_w = v;
@@ -884,6 +1021,7 @@ class TableSource final : public FileSource {
     if (row_bad) {
       if (!complete) {
         tick_.resize(tick_before);
+        tick_lines_.resize(tick_before);
         Skip("truncated last line skipped", fmt::format("line {}", n));
         return Status::Ok();
       }
@@ -892,7 +1030,7 @@ class TableSource final : public FileSource {
     if (!wide_ && partials_.empty()) PartialFor(row_gpu, n);  // a row with every field N/A
     if (tick_before == 0) tick_ms_ = ms ? *ms : synthetic_ticks_++ * options_.interval_ms;
     for (auto& [gpu, part] : partials_) {
-      GpuSample& s = tick_[part.tick_index].first;
+      GpuSample& s = tick_[part.tick_index];
       s.timestamp_ms = tick_ms_;
       // W&B: the limit and the total from a reading and its percentage.
       if (!s.power_limit_w && s.power_w && part.power_pct && *part.power_pct > 1) {
@@ -918,8 +1056,8 @@ class TableSource final : public FileSource {
       if (g == gpu) return p;
     }
     tick_.emplace_back();
-    tick_.back().first.key = GpuKey{host_index(), static_cast<uint16_t>(gpu)};
-    tick_.back().second = line;
+    tick_.back().key = GpuKey{host_index(), static_cast<uint16_t>(gpu)};
+    tick_lines_.push_back(line);
     partials_.emplace_back();
     partials_.back().first = gpu;
     partials_.back().second.tick_index = tick_.size() - 1;
@@ -932,8 +1070,8 @@ class TableSource final : public FileSource {
   }
 
   void FlushTick(std::vector<GpuSample>* out) {
-    for (const auto& [s, line] : tick_) Accept(s, line, out);
-    tick_.clear();
+    AcceptTick(&tick_, tick_lines_, out);
+    tick_lines_.clear();
   }
 
   ReaderOptions options_;
@@ -948,9 +1086,17 @@ class TableSource final : public FileSource {
   int gpu_col_ = -1, uuid_col_ = -1, name_col_ = -1, time_col_ = -1, runtime_col_ = -1;
   std::vector<std::pair<int, Partial>> partials_;
   std::unordered_map<std::string, int> id_to_gpu_;
-  std::vector<std::pair<GpuSample, int64_t>> tick_;
+  // The tick being read, and each sample's line (parallel): handed to AcceptTick whole (a
+  // GpuSample is ~400 bytes; in a one-column-per-GPU frame a sample is ~10 bytes of text).
+  std::vector<GpuSample> tick_;
+  std::vector<int64_t> tick_lines_;
   int64_t tick_ms_ = 0;
   int64_t synthetic_ticks_ = 0;
+  // Wide layouts: time segments (a time that jumps back), see Row().
+  std::optional<int64_t> last_raw_ms_;
+  int64_t last_step_ms_ = 0;
+  int64_t segment_offset_ms_ = 0;
+  int segments_ = 0;
 };
 
 }  // namespace
@@ -971,6 +1117,9 @@ ColumnMeaning RecognizeColumn(std::string_view name, bool wandb) {
                               : r.time_unit == TimeUnit::kSec ? "epoch s"
                                                               : "")
                            : r.unit;
+  m.scale = r.scale;
+  m.bad_unit = r.bad_unit;
+  m.time_ms = r.time_unit == TimeUnit::kMs;
   return m;
 }
 
@@ -983,6 +1132,19 @@ bool LooksLikeCustomCsvHeader(std::string_view line) {
     if (IsReading(Classify(c, false).f)) return true;
   }
   return false;
+}
+
+bool LooksLikeWideGpuHeader(std::string_view line) {
+  const char d = PickDelimiter(line);
+  std::vector<std::string_view> cells;
+  SplitCells(line, d, &cells);
+  bool time = false, gpu_column = false;
+  for (auto c : cells) {
+    const Role r = Classify(c, false);
+    time |= r.f == F::kTime;
+    gpu_column |= r.f == F::kNone && BareGpuColumn(c) >= 0;
+  }
+  return time && gpu_column;
 }
 
 bool LooksLikeWandbCsvHeader(std::string_view line) {

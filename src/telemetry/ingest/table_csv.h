@@ -13,7 +13,11 @@
 // `GPU 2 Util (%)`) is the wide layout: one row holds every GPU. W&B columns are
 // system.gpu.N.{gpu, memory, memoryAllocated, memoryAllocatedBytes, powerWatts, powerPercent,
 // temp, smClock, memoryClock} with _timestamp (epoch s) or _runtime (s since start).
-// `--map FIELD=COLUMN` names a column the guess missed or got wrong.
+// `--map FIELD=COLUMN` names a column the guess missed or got wrong. Per-GPU columns that name
+// no metric (`GPU 0`, `gpu.3`: W&B panels pivoted by pandas) hold what `--wide METRIC` says.
+// In the wide layout a time that jumps back (runs concatenated) starts a new segment, laid one
+// interval after the previous one (a warning says where).
+// Identical repeated header lines are skipped and counted; a header that changes is an error.
 //
 // Documented skips: rows with the wrong number of fields, unparseable times, values that are
 // not numbers or implausible (field absent), duplicate and out-of-order times per GPU.
@@ -34,15 +38,23 @@ const std::vector<std::string>& MapFieldNames();
 
 // What a column name means: the result of the recognizer, exposed for tests and detection.
 struct ColumnMeaning {
-  std::string field;  // one of MapFieldNames(), or "" when not recognized
-  int gpu = -1;       // wide layout: the GPU this column belongs to
-  std::string unit;   // as understood: "W", "%", "MiB", "epoch s", ...
+  std::string field;     // one of MapFieldNames(), or "" when not recognized
+  int gpu = -1;          // wide layout: the GPU this column belongs to
+  std::string unit;      // as understood: "W", "%", "MiB", "epoch s", ...
+  double scale = 1;      // multiplies a value into the field's unit (GiB -> MiB: 1024)
+  bool time_ms = false;  // time: epoch milliseconds by its name (`_ms`)
+  std::string bad_unit;  // a bracketed unit that cannot be placed ("power (dBm)"): an error
 };
 ColumnMeaning RecognizeColumn(std::string_view name, bool wandb);
 
 // True when a CSV header (first line) has a power or utilization column the recognizer knows.
 bool LooksLikeCustomCsvHeader(std::string_view line);
 bool LooksLikeWandbCsvHeader(std::string_view line);
+// True when a CSV header has a time column and at least one column of one GPU that names no
+// metric (`GPU 0`, `gpu.3`: a W&B panel pivoted by pandas): `wide`, read with --wide METRIC.
+// (Per-GPU columns that name their metric, `gpu0_power_w`, `system.gpu.5.powerWatts`, are
+// custom-csv's wide layout and need no flag.)
+bool LooksLikeWideGpuHeader(std::string_view line);
 bool LooksLikeWandbJsonLine(std::string_view line);
 
 Result<OpenedFile> OpenCustomCsv(std::unique_ptr<LineReader> reader, const std::string& host,

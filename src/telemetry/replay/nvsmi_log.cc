@@ -16,6 +16,7 @@
 #endif
 
 #include "core/timefmt.h"
+#include "telemetry/ingest/gpustat.h"
 #include "telemetry/ingest/text.h"
 #include "telemetry/replay/line_reader.h"
 
@@ -341,14 +342,20 @@ class NvsmiLogSource final : public TelemetrySource {
       }
       return FinishHeader(0);
     }
-    // The first non-empty line is the header.
+    // The first non-empty line is the header (after `date` lines: `date; nvidia-smi ...` in a
+    // loop).
     std::string_view line;
     bool complete;
     for (;;) {
       auto r = reader_->Next(&line, &complete);
       if (!r.ok()) return r.status();
       if (!*r) return Status::InvalidInput(fmt::format("{}: empty file", reader_->path()));
-      if (!Trim(line).empty()) break;
+      if (Trim(line).empty()) continue;
+      if (ingest::IsDateLine(Trim(line))) {
+        ++date_lines_;
+        continue;
+      }
+      break;
     }
     const int64_t n = reader_->line_number();
     if (line.find('\0') != std::string_view::npos) {
@@ -363,6 +370,8 @@ class NvsmiLogSource final : public TelemetrySource {
     } else {
       SplitCsv(line);
       for (std::string_view f : fields_) columns_.push_back(MapCsvName(f));
+      header_text_ = std::string(t);
+      header_line_ = n;
     }
     return FinishHeader(n);
   }
@@ -417,6 +426,19 @@ class NvsmiLogSource final : public TelemetrySource {
   }
   std::vector<std::string> warnings() const override {
     auto lines = warnings_.Render();
+    if (repeated_headers_ > 0) {
+      std::string where;
+      for (int64_t l : repeated_header_lines_) where += fmt::format("; line {}", l);
+      lines.push_back(fmt::format("skipped {} repeated header line{} (identical to line {}){}",
+                                  repeated_headers_, repeated_headers_ == 1 ? "" : "s",
+                                  header_line_, where));
+    }
+    if (date_lines_ > 0) {
+      lines.push_back(
+          fmt::format("skipped {} date line{} between samples (the rows' own "
+                      "timestamps are used)",
+                      date_lines_, date_lines_ == 1 ? "" : "s"));
+    }
     for (const Column& c : columns_) {
       if (c.absent_rows == 0) continue;
       lines.push_back(fmt::format(
@@ -581,9 +603,27 @@ class NvsmiLogSource final : public TelemetrySource {
         WW_RETURN_IF_ERROR(Bad(0, d.first, d.second));
       }
       if (t.front() == '#') continue;  // dmon repeats its header; comments
-      if (!dmon_ && options_.query.empty() && std::isalpha(static_cast<unsigned char>(t.front())) &&
-          MapCsvName(SplitFirst(t)).col == Col::kTimestamp && n > 1) {
-        continue;  // a repeated header (logs concatenated)
+      if (!dmon_ && options_.query.empty() && std::isalpha(static_cast<unsigned char>(t.front()))) {
+        // A shell loop around `nvidia-smi --query-gpu=... --format=csv` (no noheader) prints the
+        // header before every sample: identical lines are skipped and counted. A header that
+        // changes mid-file (another --query-gpu appended) would read columns as the wrong fields.
+        if (t == header_text_) {
+          if (repeated_headers_++ < 3) repeated_header_lines_.push_back(n);
+          continue;
+        }
+        if (t.find(',') == std::string_view::npos && ingest::IsDateLine(t)) {
+          ++date_lines_;  // `date` before each sample; the rows carry their own timestamps
+          continue;
+        }
+        // Every data row has digits (its timestamp, its values); a header has none.
+        if (std::none_of(t.begin(), t.end(), [](char c) { return c >= '0' && c <= '9'; }) &&
+            LooksLikeHeader(t)) {
+          return Status::InvalidInput(fmt::format(
+              "{}:{}: the CSV header changes mid-file: '{}' (line {}: '{}'); split the file "
+              "where the --query-gpu changed and give the parts separately",
+              reader_->path(), n, ingest::Excerpt(t, 100), header_line_,
+              ingest::Excerpt(header_text_, 100)));
+        }
       }
       const bool text = dmon_ ? line.find('\0') == std::string_view::npos : SplitCsv(line);
       if (!text) {
@@ -787,9 +827,18 @@ class NvsmiLogSource final : public TelemetrySource {
     newest_row_ms_ = std::max(newest_row_ms_.value_or(INT64_MIN), row->timestamp_ms);
   }
 
-  static std::string_view SplitFirst(std::string_view t) {
-    size_t comma = t.find(',');
-    return comma == std::string_view::npos ? t : t.substr(0, comma);
+  // A line of column names: at least two fields (and half of them) are nvidia-smi query names.
+  static bool LooksLikeHeader(std::string_view t) {
+    int known = 0, fields = 0;
+    size_t pos = 0;
+    while (pos <= t.size()) {
+      size_t comma = t.find(',', pos);
+      if (comma == std::string_view::npos) comma = t.size();
+      ++fields;
+      if (MapCsvName(t.substr(pos, comma - pos)).col != Col::kIgnore) ++known;
+      pos = comma + 1;
+    }
+    return known >= 2 && known * 2 >= fields;
   }
 
   std::optional<int64_t> ParseDmonTime(std::string_view date, std::string_view time) {
@@ -1122,6 +1171,11 @@ class NvsmiLogSource final : public TelemetrySource {
   std::vector<bool> known_gpu_;                                    // by GPU: has an entry in infos_
   std::vector<std::optional<double> GpuSample::*> reset_members_;  // ResetSample
   std::string name_;
+  std::string header_text_;  // the CSV header line, trimmed: repeats of it are skipped
+  int64_t header_line_ = 0;
+  int64_t repeated_headers_ = 0;
+  int64_t date_lines_ = 0;                      // `date` output between samples, skipped
+  std::vector<int64_t> repeated_header_lines_;  // the first three
   Warnings warnings_;
   bool nul_tail_noted_ = false;
   int64_t data_rows_ = 0;

@@ -37,11 +37,17 @@ enum class OutputFormat {
   kSmiTable,          // nvidia-smi -l N (the default table) in a job's .out
   kCustomCsv,         // ts,gpu_id,power_w,power_limit_w,util_pct,mem_used_mib (a home-made script)
   kCustomCsvWide,     // time,gpu0_power_w,gpu0_util_pct,...,gpu1_power_w,...: a column per GPU
+  kNvidiaSmiLoop,     // while true; do nvidia-smi --query-gpu=name,pci.bus_id,... --format=csv;
+                      // sleep N; done: the header before every sample, GPUs by bus id
+  kGpustat,           // while sleep N; do gpustat --show-power; done (host line, GPU lines)
+  kWidePower,         // a W&B power panel pivoted by pandas: ,timestamp,GPU 0,...,GPU 7 (W)
+  kLlview,            // LLview/JuRepTool GPU_<jobid>_node.dat: every host in one table
 };
 
 // "nvidia-smi", "dcgmi-dmon", "dcgm-exporter", "dcgm-exporter-curl", "prometheus-json",
-// "openmetrics", "wandb", "wandb-jsonl", "smi-table", "custom-csv", "custom-csv-wide". Unknown
-// names are an error listing the valid ones.
+// "openmetrics", "wandb", "wandb-jsonl", "smi-table", "custom-csv", "custom-csv-wide",
+// "nvidia-smi-loop", "gpustat", "wide-power", "llview". Unknown names are an error listing the
+// valid ones.
 Result<OutputFormat> ParseOutputFormat(std::string_view name);
 const char* OutputFormatName(OutputFormat f);
 std::string OutputFormatNames();

@@ -2,6 +2,8 @@
 // in a loop, a home-made script's CSV; and the format names and factory.
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cmath>
 #include <ctime>
 
 #include "core/timefmt.h"
@@ -324,6 +326,190 @@ class CustomCsvWideWriter final : public SampleWriter {
   bool ok_ = true;
 };
 
+// ---------------------------------------------------------------- nvidia-smi in a shell loop
+
+// `while true; do nvidia-smi --query-gpu=name,pci.bus_id,timestamp,utilization.gpu,power.draw,
+// memory.used --format=csv; sleep N; done`: without `noheader` the header comes before every
+// sample, and without `index` the GPUs are told apart by their bus ids.
+class NvsmiLoopWriter final : public SampleWriter {
+ public:
+  NvsmiLoopWriter(std::FILE* out, const WriterContext& ctx) : out_(out), ctx_(ctx) {}
+
+  void WriteTick(const std::vector<GpuSample>& samples) override {
+    text_ = "name, pci.bus_id, timestamp, utilization.gpu [%], power.draw [W], memory.used [MiB]\n";
+    for (const GpuSample& s : samples) {
+      fmt::format_to(std::back_inserter(text_), "{}, {}, ", ctx_.model_name,
+                     SimulatedPciBusId(s.key.gpu));
+      AppendNvsmiTimestamp(text_, s.timestamp_ms);
+      if (s.util_gpu_pct) {
+        fmt::format_to(std::back_inserter(text_), ", {} %", std::lround(*s.util_gpu_pct));
+      } else {
+        text_ += ", [N/A]";
+      }
+      if (s.power_w) {
+        fmt::format_to(std::back_inserter(text_), ", {:.2f} W", *s.power_w);
+      } else {
+        text_ += ", [N/A]";
+      }
+      if (s.mem_used_mib) {
+        fmt::format_to(std::back_inserter(text_), ", {} MiB\n", std::lround(*s.mem_used_mib));
+      } else {
+        text_ += ", [N/A]\n";
+      }
+    }
+    ok_ &= WriteAll(out_, text_);
+  }
+  Status Finish() override { return ok_ ? Status::Ok() : Status::IoError("short write"); }
+
+ private:
+  std::FILE* out_;
+  WriterContext ctx_;
+  std::string text_;
+  bool ok_ = true;
+};
+
+// ---------------------------------------------------------------- gpustat
+
+// `while sleep N; do gpustat --show-power; done` (gpustat's print_formatted, wookayin/gpustat
+// gpustat/core.py): the host line (host name padded to the GPU lines' name width + 3, the query
+// time in the C locale's date-time format, the driver version), then per GPU
+// `[i] NAME | TT°C, UUU %, PPP / LLL W | UUUUU / TTTTT MB | user:python/PID(NNNM)`. gpustat
+// prints whole watts and MiB (it divides NVML's mW and bytes, rounding down) and `??` for
+// what NVML did not give.
+class GpustatWriter final : public SampleWriter {
+ public:
+  GpustatWriter(std::FILE* out, const WriterContext& ctx) : out_(out), ctx_(ctx) {}
+
+  void WriteTick(const std::vector<GpuSample>& samples) override {
+    if (samples.empty()) return;
+    const int64_t at_ms = TickMs(samples);
+    const std::time_t t = static_cast<std::time_t>(at_ms / 1000);
+    std::tm tm{};
+    gmtime_r(&t, &tm);
+    char date[64];
+    std::strftime(date, sizeof(date), "%a %b %e %H:%M:%S %Y", &tm);
+    const std::string host = ctx_.hosts.empty() ? "node" : ctx_.hosts[samples.front().key.host];
+    const size_t width = std::max<size_t>(16, ctx_.model_name.size());
+    text_ = fmt::format("{:<{}}  {}  535.104.05\n", host, width + 3, date);
+    auto num = [](const std::optional<double>& v, int w) {
+      return v ? fmt::format("{:>{}}", static_cast<int64_t>(std::floor(*v)), w)
+               : fmt::format("{:>{}}", "??", w);
+    };
+    for (const GpuSample& s : samples) {
+      fmt::format_to(
+          std::back_inserter(text_), "[{}] {:<{}} |{}°C, {} %, {} / {} W | {} / {} MB |", s.key.gpu,
+          ctx_.model_name, width, num(s.temperature_c, 3),
+          num(s.util_gpu_pct ? std::optional<double>(std::round(*s.util_gpu_pct)) : std::nullopt,
+              3),
+          num(s.power_w, 3), num(s.power_limit_w, 3), num(s.mem_used_mib, 5),
+          num(s.mem_total_mib, 5));
+      if (s.mem_used_mib && *s.mem_used_mib > 0) {
+        fmt::format_to(std::back_inserter(text_), " user:python/{}({}M)", 4000 + s.key.gpu,
+                       static_cast<int64_t>(*s.mem_used_mib));
+      }
+      text_ += '\n';
+    }
+    ok_ &= WriteAll(out_, text_);
+  }
+  Status Finish() override { return ok_ ? Status::Ok() : Status::IoError("short write"); }
+
+ private:
+  std::FILE* out_;
+  WriterContext ctx_;
+  std::string text_;
+  bool ok_ = true;
+};
+
+// ---------------------------------------------------------------- W&B panel pivoted wide
+
+// A W&B system-metrics power panel as pandas writes it after a pivot
+// (`df.pivot(index="timestamp", columns="gpu", values="power").reset_index().to_csv()`): the
+// unnamed index first, `timestamp` in epoch seconds, then one column `GPU N` of watts per GPU;
+// an empty cell for a missing reading. Read back with --wide power.
+class WidePowerWriter final : public SampleWriter {
+ public:
+  explicit WidePowerWriter(std::FILE* out) : out_(out) {}
+
+  void WriteTick(const std::vector<GpuSample>& samples) override {
+    if (samples.empty()) return;
+    if (gpus_.empty()) {
+      std::string head = ",timestamp";
+      for (const GpuSample& s : samples) {
+        gpus_.push_back(s.key.gpu);
+        fmt::format_to(std::back_inserter(head), ",GPU {}", s.key.gpu);
+      }
+      head += '\n';
+      ok_ &= WriteAll(out_, head);
+    }
+    const int64_t at_ms = TickMs(samples);
+    line_ = fmt::format("{},{}.{:03}", rows_++, at_ms / 1000, at_ms % 1000);
+    for (uint16_t gpu : gpus_) {
+      line_ += ',';
+      for (const GpuSample& x : samples) {
+        if (x.key.gpu == gpu && x.power_w)
+          fmt::format_to(std::back_inserter(line_), "{}", *x.power_w);
+      }
+    }
+    line_ += '\n';
+    ok_ &= WriteAll(out_, line_);
+  }
+  Status Finish() override { return ok_ ? Status::Ok() : Status::IoError("short write"); }
+
+ private:
+  std::FILE* out_;
+  std::vector<uint16_t> gpus_;
+  std::string line_;
+  int64_t rows_ = 0;
+  bool ok_ = true;
+};
+
+// ---------------------------------------------------------------- LLview
+
+// LLview's GPU_<jobid>_node.dat (FZJ-JSC/LLview, jobreport_datafiles_gpu.yaml, dataset
+// GPU_node_dat): its header and format_str, nodeid `<host>_<gpu two digits>`, every host of the
+// job in one table; units as the .dat holds them (memory GiB, power W, PCIe/NVLink GiB/s).
+// LLview writes every value; an absent reading is written as 0 there, here as `-` so that
+// "absent" survives the round trip.
+class LlviewWriter final : public SampleWriter {
+ public:
+  LlviewWriter(std::FILE* out, const WriterContext& ctx) : out_(out), ctx_(ctx) {
+    ok_ &= WriteAll(out_,
+                    "jobid              ts       nodeid  gpu_usage gpu_memu     gpu_pu   gpu_temp  "
+                    "gpu_memur gpu_sclk  gpu_clk gpu_clkr gpu_pfst gpu_pcie_tx gpu_pcie_rx "
+                    "gpu_nvlink_tx gpu_nvlink_rx\n");
+  }
+
+  void WriteTick(const std::vector<GpuSample>& samples) override {
+    text_.clear();
+    auto f = [](const std::optional<double>& v, double scale, int w, int prec) {
+      return v ? fmt::format("{:>{}.{}f}", *v / scale, w, prec) : fmt::format("{:>{}}", "-", w);
+    };
+    constexpr double kGiB = 1024.0 * 1024 * 1024;
+    for (const GpuSample& s : samples) {
+      const std::string host = s.key.host < ctx_.hosts.size() ? ctx_.hosts[s.key.host] : "node";
+      fmt::format_to(
+          std::back_inserter(text_),
+          "{:<10} {:>10} {:>12} {} {} {} {} {} {} {} {:>8} {:>8} {} {} {} {}\n", "9438058",
+          s.timestamp_ms / 1000, fmt::format("{}_{:02}", host, s.key.gpu),
+          f(s.util_gpu_pct, 1, 10, 3), f(s.mem_used_mib, 1024, 7, 3), f(s.power_w, 1, 10, 3),
+          f(s.temperature_c, 1, 10, 3), f(s.util_mem_pct, 1, 10, 3), f(s.sm_clock_mhz, 1, 8, 0),
+          f(s.mem_clock_mhz, 1, 8, 0),
+          s.clock_event_reasons ? std::to_string(*s.clock_event_reasons) : "-",
+          s.pstate ? std::to_string(*s.pstate) : "-", f(s.pcie_tx_bytes_per_s, kGiB, 11, 3),
+          f(s.pcie_rx_bytes_per_s, kGiB, 11, 3), f(s.nvlink_tx_bytes_per_s, kGiB, 11, 3),
+          f(s.nvlink_rx_bytes_per_s, kGiB, 11, 3));
+    }
+    ok_ &= WriteAll(out_, text_);
+  }
+  Status Finish() override { return ok_ ? Status::Ok() : Status::IoError("short write"); }
+
+ private:
+  std::FILE* out_;
+  WriterContext ctx_;
+  std::string text_;
+  bool ok_ = true;
+};
+
 struct FormatName {
   OutputFormat format;
   const char* name;
@@ -341,6 +527,10 @@ const FormatName kFormats[] = {
     {OutputFormat::kSmiTable, "smi-table", ".txt"},
     {OutputFormat::kCustomCsv, "custom-csv", ".csv"},
     {OutputFormat::kCustomCsvWide, "custom-csv-wide", ".csv"},
+    {OutputFormat::kNvidiaSmiLoop, "nvidia-smi-loop", ".csv"},
+    {OutputFormat::kGpustat, "gpustat", ".log"},
+    {OutputFormat::kWidePower, "wide-power", ".csv"},
+    {OutputFormat::kLlview, "llview", ".dat"},
 };
 
 }  // namespace
@@ -377,7 +567,8 @@ std::string OutputFormatNames() {
 }
 
 bool OutputFormatIsJobWide(OutputFormat f) {
-  return f == OutputFormat::kPrometheusJson || f == OutputFormat::kOpenMetrics;
+  return f == OutputFormat::kPrometheusJson || f == OutputFormat::kOpenMetrics ||
+         f == OutputFormat::kLlview;
 }
 
 Status CheckOutputInterval(OutputFormat f, int64_t interval_ms) {
@@ -386,6 +577,11 @@ Status CheckOutputInterval(OutputFormat f, int64_t interval_ms) {
         "--format smi-table: --interval-ms {} is not whole seconds (the table's date line has "
         "1 s resolution; nvidia-smi -l takes seconds)",
         interval_ms));
+  }
+  if ((f == OutputFormat::kGpustat || f == OutputFormat::kLlview) && interval_ms % 1000 != 0) {
+    return Status::InvalidInput(fmt::format(
+        "--format {}: --interval-ms {} is not whole seconds (its times have 1 s resolution)",
+        OutputFormatName(f), interval_ms));
   }
   return Status::Ok();
 }
@@ -407,6 +603,14 @@ std::unique_ptr<SampleWriter> MakeSampleWriter(OutputFormat format, std::FILE* o
       return std::make_unique<CustomCsvWriter>(out);
     case OutputFormat::kCustomCsvWide:
       return std::make_unique<CustomCsvWideWriter>(out);
+    case OutputFormat::kNvidiaSmiLoop:
+      return std::make_unique<NvsmiLoopWriter>(out, context);
+    case OutputFormat::kGpustat:
+      return std::make_unique<GpustatWriter>(out, context);
+    case OutputFormat::kWidePower:
+      return std::make_unique<WidePowerWriter>(out);
+    case OutputFormat::kLlview:
+      return std::make_unique<LlviewWriter>(out, context);
     default:
       return MakeDcgmWriter(format, out, context);
   }

@@ -1,0 +1,70 @@
+// libFuzzer target for the gpustat reader (src/telemetry/ingest/gpustat.h): its line parsers on
+// the whole input, then the input as a file, detected and forced as gpustat (with and without
+// --interval-ms), triaged to the end and rendered, so whatever the reader lets through must also
+// be safe for the engine and the report. The corpus (tests/fuzz/corpus/gpustat/) also runs as a
+// test; tests/fuzz/layouts_fuzz.cc drives every reader of issue 30 together.
+// Build and run: `make fuzz`, then
+//   build/fuzz/fuzz/gpustat_fuzz tests/fuzz/corpus/gpustat -max_total_time=300
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <string>
+
+#include "report/triage_report.h"
+#include "telemetry/ingest/gpustat.h"
+#include "telemetry/ingest/open.h"
+#include "triage/engine.h"
+#include "triage/run.h"
+
+namespace {
+
+void TriageOnce(const std::string& path, const ww::IngestOptions& options) {
+  auto in = ww::OpenTelemetryFiles({path}, options);
+  if (!in.ok()) return;
+  ww::triage::TriageEngine engine;
+  ww::Status st = ww::triage::RunToEnd(*in->source, engine);
+  for (const auto& d : in->inputs) (void)d.Text();
+  if (!st.ok()) return;
+  auto report = ww::report::MakeReport(engine, in->source->hosts(), in->source->warnings());
+  (void)ww::report::RenderText(report);
+  (void)ww::report::RenderJson(report).dump();
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  // The line parsers alone, on the whole input as one line.
+  const std::string_view text(reinterpret_cast<const char*>(data), size);
+  ww::ingest::GpustatLine line;
+  std::string error;
+  (void)ww::ingest::ParseGpustatLine(text, &line, &error);
+  (void)ww::ingest::ParseGpustatHostLine(text);
+  const int fd = ::memfd_create("gpustat_fuzz", MFD_CLOEXEC);
+  if (fd < 0) return 0;
+  size_t done = 0;
+  while (done < size) {
+    const ssize_t n = ::write(fd, data + done, size - done);
+    if (n <= 0) {
+      ::close(fd);
+      return 0;
+    }
+    done += static_cast<size_t>(n);
+  }
+  const std::string path = "/proc/self/fd/" + std::to_string(fd);
+  ww::IngestOptions auto_detect;
+  TriageOnce(path, auto_detect);
+  ww::IngestOptions timed;
+  timed.replay.interval_ms = 1000;
+  timed.wide_metric = "power";
+  TriageOnce(path, timed);
+  for (ww::InputFormat f : {ww::InputFormat::kGpustat}) {
+    ww::IngestOptions forced;
+    forced.format = f;
+    forced.replay.interval_ms = 100;
+    forced.wide_metric = "util";
+    TriageOnce(path, forced);
+  }
+  ::close(fd);
+  return 0;
+}

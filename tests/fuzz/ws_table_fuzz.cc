@@ -1,0 +1,75 @@
+// libFuzzer target for the whitespace-table reader (src/telemetry/ingest/ws_table.h: LLview
+// per-GPU job tables and --map/--split-id tables): the input as a file, detected and forced as
+// llview and as table (with --map and --split-id), triaged to the end and rendered. The corpus
+// (tests/fuzz/corpus/ws_table/) also runs as a test; tests/fuzz/layouts_fuzz.cc drives every
+// reader of issue 30 together.
+// Build and run: `make fuzz`, then
+//   build/fuzz/fuzz/ws_table_fuzz tests/fuzz/corpus/ws_table -max_total_time=300
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <string>
+
+#include "report/triage_report.h"
+#include "telemetry/ingest/gpustat.h"
+#include "telemetry/ingest/open.h"
+#include "triage/engine.h"
+#include "triage/run.h"
+
+namespace {
+
+void TriageOnce(const std::string& path, const ww::IngestOptions& options) {
+  auto in = ww::OpenTelemetryFiles({path}, options);
+  if (!in.ok()) return;
+  ww::triage::TriageEngine engine;
+  ww::Status st = ww::triage::RunToEnd(*in->source, engine);
+  for (const auto& d : in->inputs) (void)d.Text();
+  if (!st.ok()) return;
+  auto report = ww::report::MakeReport(engine, in->source->hosts(), in->source->warnings());
+  (void)ww::report::RenderText(report);
+  (void)ww::report::RenderJson(report).dump();
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  // The line parsers alone, on the whole input as one line.
+  const std::string_view text(reinterpret_cast<const char*>(data), size);
+  ww::ingest::GpustatLine line;
+  std::string error;
+  (void)ww::ingest::ParseGpustatLine(text, &line, &error);
+  (void)ww::ingest::ParseGpustatHostLine(text);
+  const int fd = ::memfd_create("ws_table_fuzz", MFD_CLOEXEC);
+  if (fd < 0) return 0;
+  size_t done = 0;
+  while (done < size) {
+    const ssize_t n = ::write(fd, data + done, size - done);
+    if (n <= 0) {
+      ::close(fd);
+      return 0;
+    }
+    done += static_cast<size_t>(n);
+  }
+  const std::string path = "/proc/self/fd/" + std::to_string(fd);
+  ww::IngestOptions auto_detect;
+  TriageOnce(path, auto_detect);
+  ww::IngestOptions timed;
+  timed.replay.interval_ms = 1000;
+  timed.wide_metric = "power";
+  TriageOnce(path, timed);
+  for (ww::InputFormat f : {ww::InputFormat::kLlview, ww::InputFormat::kTable}) {
+    ww::IngestOptions forced;
+    forced.format = f;
+    forced.replay.interval_ms = 100;
+    forced.wide_metric = "util";
+    TriageOnce(path, forced);
+  }
+  ww::IngestOptions split;
+  split.format = ww::InputFormat::kTable;
+  split.map = {{"power", "b"}, {"time", "a"}};
+  split.split_id = "c";
+  TriageOnce(path, split);
+  ::close(fd);
+  return 0;
+}
