@@ -138,6 +138,26 @@ TEST(FileTimeJump, ACustomCsvRowStampedDecadesAheadIsSkipped) {
   EXPECT_THAT(r.output, ::testing::Not(HasSubstr("out-of-order")));
 }
 
+// The same in an nvidia-smi CSV: one row stamped 74 years ahead. Before, the reader took the
+// rows after it for a clock that stepped back and shifted the rest of the file 74 years forward.
+TEST(FileTimeJump, AnNvidiaSmiRowStampedDecadesAheadIsSkippedNotShiftingTheRest) {
+  TempDir dir;
+  const std::string p = dir / "node7.csv";
+  std::string csv = "timestamp, index, power.draw [W], utilization.gpu [%], memory.used [MiB]\n";
+  for (int k = 0; k < kScrapes; ++k) {
+    for (int g = 0; g < 2; ++g) {
+      const int year = k == 10 && g == 1 ? 2100 : 2026;
+      csv += fmt::format("{}/05/28 20:{:02d}:{:02d}.{:03d}, {}, {} W, 100 %, 70000 MiB\n", year,
+                         26 + (40 + k * 5) / 60, (40 + k * 5) % 60, g, g, 560 + g);
+    }
+  }
+  WriteFile(p, csv);
+  const auto r = RunWattwatch(fmt::format("triage {} --color never", p));
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("2026-05-28T20:26:40.000 .. 2026-05-28T20:31:40.001"));
+  EXPECT_THAT(r.output, ::testing::Not(HasSubstr("shifted forward")));
+}
+
 // The decoder: labelled GPUs keep their index; GPUs known otherwise are numbered from the top
 // down, never onto a labelled one, whatever the order they come in.
 TEST(DcgmIdentity, DecoderNumbersUnlabelledGpusApartFromLabelledOnes) {

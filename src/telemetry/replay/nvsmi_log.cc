@@ -811,6 +811,22 @@ class NvsmiLogSource final : public TelemetrySource {
   // so. Shorter steps stay skipped rows (jitter). A step forward is a gap for the engine.
   void ApplyClockSteps(Row* row) {
     row->timestamp_ms += clock_offset_ms_;
+    // A row stamped more than a day ahead, followed by rows back on the old timeline, is one bad
+    // stamp (a clock glitch, a corrupted field), not a clock that stepped back: the rest of the
+    // log stays where it is, and the far row is dropped downstream (FileSource: a reading far
+    // ahead of its GPU's last that the next one does not confirm).
+    constexpr int64_t kFarAheadMs = 86'400'000;
+    if (newest_row_ms_ && before_far_row_ms_) {
+      const int64_t back = *newest_row_ms_ - row->timestamp_ms;
+      if (back >= options_.clock_step_back_min_ms &&
+          std::abs(row->timestamp_ms - *before_far_row_ms_) <= kFarAheadMs) {
+        newest_row_ms_ = before_far_row_ms_;
+      }
+      before_far_row_ms_.reset();
+    }
+    if (newest_row_ms_ && row->timestamp_ms - *newest_row_ms_ > kFarAheadMs) {
+      before_far_row_ms_ = newest_row_ms_;
+    }
     if (newest_row_ms_) {
       const int64_t d = row->timestamp_ms - *newest_row_ms_;
       if (d >= 10 && d <= 60000) row_step_ms_ = d;
@@ -1159,6 +1175,9 @@ class NvsmiLogSource final : public TelemetrySource {
   // No time column and no --interval-ms: only one reading per GPU is readable (a snapshot); the
   // header's place, for the error when a second comes.
   std::optional<std::string> snapshot_only_;
+  // The newest time before a row stamped more than a day ahead (ApplyClockSteps), until the next
+  // row says whether that row was a jump or one bad stamp.
+  std::optional<int64_t> before_far_row_ms_;
   std::optional<int64_t> last_dmon_ms_;
   int64_t day_offset_ms_ = 0;
   std::deque<Row> lookahead_;
