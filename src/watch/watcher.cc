@@ -555,6 +555,9 @@ Status Watcher::Run(std::atomic<int>* pending_signal) {
     if (source_done_) {
       if (!o_.linger && !o_.child) break;
       sleep_until(clock_->NowMonotonicNs() + 100'000'000);
+      // A hang confirmed just before the source ended (a replay's last minutes) still gets its
+      // evidence and its kill: without this, run waited for a job nobody would kill.
+      FinishEvidence(0);
       Publish(Fresh());
       continue;
     }

@@ -3,10 +3,13 @@
 // whose one 16 MB string is shared by 100 entries, and a step that never ends. Each must cost
 // a note in the incident, never the hang's kill: `run` still kills the job, exits 3 and writes
 // the incident, within the step's cap.
+#include <arpa/inet.h>
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -67,8 +70,8 @@ TEST(RasHostile, WrongTypesGiveDefaultsNotExceptions) {
   EXPECT_FALSE(c.missing[0].unresponsive);
   EXPECT_FALSE(c.missing[0].dead);
   // Not an object, not a list: errors, with printable messages.
-  for (const std::string bad : {std::string("\xf5\n"), std::string("[1,2]"),
-                                std::string(R"({"communicators": {"a": 1}})")}) {
+  for (const std::string& bad : {std::string("\xf5\n"), std::string("[1,2]"),
+                                 std::string(R"({"communicators": {"a": 1}})")}) {
     Result<RasSnapshot> s = ParseRasJson(bad);
     ASSERT_FALSE(s.ok()) << bad;
     EXPECT_TRUE(JsonDumps(s.status().message())) << s.status().message();
@@ -323,6 +326,35 @@ TEST(RunHostile, SharedFramesDumpDoesNotHoldTheKill) {
   ASSERT_TRUE(ev.is_object());
   EXPECT_EQ(ev["flight_recorder"]["dumps"].size(), 2u) << ev.dump(2);
   EXPECT_LT(r.seconds, 90.0);
+}
+
+// A RAS port that accepts and never answers holds each query for its 5 s deadline: the step
+// outlasts the rest of a fast replay. The hang is still acted on once the step ends (before, run
+// waited for the job for ever: the evidence was only collected between samples).
+TEST(RunHostile, EvidenceOutlastingTheReplayStillEndsInTheKill) {
+  TempDir dir;
+  const std::string log = HostileHangLog(dir);
+  const int silent = socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(silent, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(bind(silent, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  ASSERT_EQ(listen(silent, 16), 0);
+  socklen_t len = sizeof addr;
+  ASSERT_EQ(getsockname(silent, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+  const TimedRun r =
+      RunTimed("run --source replay:" + log +
+                   " --speed 100 --listen none --kill-grace-s 1 --events " + dir.path() +
+                   "/events.jsonl --nccl-ras 127.0.0.1:" + std::to_string(ntohs(addr.sin_port)) +
+                   " -- sleep 600",
+               120);
+  close(silent);
+  std::printf(
+      "run, RAS never answering, replay ending during the evidence step: exit %d in %.1f s\n",
+      r.exit_code, r.seconds);
+  ExpectKilledWithIncident(r, dir.path(), "silent RAS");
+  EXPECT_LT(r.seconds, 60.0);
 }
 
 }  // namespace

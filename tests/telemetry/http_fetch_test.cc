@@ -6,6 +6,7 @@
 // (fleet, triage --prometheus), with time, peak RSS (/usr/bin/time) and exit code printed.
 #include "telemetry/ingest/http_fetch.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
 
