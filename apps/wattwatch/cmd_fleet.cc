@@ -11,14 +11,25 @@
 #include "core/signals.h"
 #include "fleet/fleet_service.h"
 #include "telemetry/ingest/prom_client.h"
+#include "watch/startup_checks.h"
 
 namespace ww::app {
 namespace {
+
+// The token reader is watch's (--state-token-file); its messages name this command's flag.
+std::string AsJobsFlag(std::string text) {
+  const std::string from = "--state-token-file", to = "--jobs-token-file";
+  for (size_t at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size())) {
+    text.replace(at, from.size(), to);
+  }
+  return text;
+}
 
 struct FleetFlags {
   fleet::FleetOptions options;
   std::vector<std::string> headers;
   std::string token_file;
+  std::string jobs_token_file;
   std::string start, end;
   std::string hook;
   std::vector<std::string> hook_args;
@@ -43,6 +54,18 @@ int RunFleet(FleetFlags f) {
       std::cerr << "wattwatch fleet: " << st.message() << "\n";
       return kExitBadInput;
     }
+  }
+  if (!f.jobs_token_file.empty()) {
+    std::string warning;
+    auto t = watch::ReadStateToken(f.jobs_token_file, &warning);
+    if (!t.ok()) {
+      std::cerr << "wattwatch fleet: " << AsJobsFlag(t.status().message()) << "\n";
+      return kExitBadInput;
+    }
+    if (!warning.empty()) {
+      spdlog::warn("{}", AsJobsFlag(warning));
+    }
+    o.jobs_token = *t;
   }
   for (const auto& [flag, text, out] : {std::tuple{"--start", &f.start, &o.replay_start_ms},
                                         std::tuple{"--end", &f.end, &o.replay_end_ms}}) {
@@ -131,6 +154,9 @@ void AddFleetCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--listen", o->listen,
                   "HOST:PORT for /metrics, /jobs, /healthz (port 0: any free port; 'none')")
       ->capture_default_str();
+  cmd->add_option("--jobs-token-file", ff->jobs_token_file,
+                  "/jobs requires \"Authorization: Bearer TOKEN\" with this file's token (one "
+                  "word, chmod 600); without it /jobs is open to whoever reaches --listen");
   cmd->add_option("--ready-file", o->ready_file,
                   "write the bound HOST:PORT here once /metrics serves (for scripts and tests)");
   cmd->add_option("--events", o->events_path,

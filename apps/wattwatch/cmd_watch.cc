@@ -246,7 +246,10 @@ Examples:
     (one per host; each names the others, so a rank-0 checkpoint on node0 is not a hang on node1)
 
 Exit codes: the command's own exit code (128+N when signal N ended it); 3 when wattwatch killed it
-for a hang; 2 when the command cannot start, or bad flags.)",
+for a hang; 2 when the command cannot start, or bad flags. A command that exits 3 itself also
+gives 3: run then says so on stderr ("the job itself exited with code 3"), and only a hang kill
+writes hang_confirmed and kill events. A signal forwarded to the command (SIGINT, SIGTERM, SIGHUP)
+that it ignores is followed by SIGKILL to its process group after --kill-grace-s.)",
                           d.watch.policy.confirm_proc_s));
   run->callback([rf, exit_code] { *exit_code = RunWatch(*rf, true); });
 }

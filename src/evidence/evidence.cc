@@ -4,7 +4,11 @@
 
 #include <algorithm>
 #include <chrono>
+#include <condition_variable>
+#include <exception>
+#include <future>
 #include <map>
+#include <mutex>
 #include <set>
 #include <thread>
 
@@ -160,8 +164,8 @@ FrPart CollectFr(const EvidenceOptions& o, int64_t deadline_ms, Clock* clock) {
           fmt::join(prefixes, "<rank>, ")));
     }
   }
-  part.dumps =
-      WaitForDumps(prefixes[chosen], poked, before_per_prefix[chosen], wait_deadline_ns, clock);
+  part.dumps = WaitForDumps(prefixes[chosen], poked, before_per_prefix[chosen], wait_deadline_ns,
+                            clock, deadline_ms);
   std::vector<FrRankDump> read;
   for (const FrDumpFile& f : part.dumps) {
     if (f.dump) {
@@ -351,26 +355,55 @@ std::vector<std::pair<std::string, std::string>> HookEnvFromEventFields(
           {"WATTWATCH_CULPRIT_REASON", text("summary")}};
 }
 
-EvidenceTask::EvidenceTask(EvidenceOptions options, HangContext context, Clock* clock)
-    : future_(
-          std::async(std::launch::async, [o = std::move(options), c = std::move(context), clock]() {
-            return CollectHangEvidence(o, c, clock);
-          })) {}
+// The thread and the task share this; the thread's copy keeps it alive after an abandoned task
+// is destroyed, and the report it then sets is dropped with it.
+struct EvidenceTask::Shared {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::optional<EvidenceReport> report;
+};
 
-EvidenceTask::~EvidenceTask() {
-  if (future_.valid()) future_.wait();
+EvidenceTask::EvidenceTask(EvidenceOptions options, HangContext context, Clock* clock)
+    : shared_(std::make_shared<Shared>()),
+      deadline_steady_ms_(SteadyMs() + options.overall_deadline_ms) {
+  std::thread([shared = shared_, o = std::move(options), c = std::move(context), clock]() {
+    EvidenceReport r;
+    try {
+      r = CollectHangEvidence(o, c, clock);
+    } catch (const std::exception& e) {
+      // Nothing a peer sends may take the hang's action down with it.
+      r.summary = "culprit: none named (the evidence step failed)";
+      r.notes.push_back(fmt::format("evidence step failed: {}", e.what()));
+    } catch (...) {
+      r.summary = "culprit: none named (the evidence step failed)";
+      r.notes.push_back("evidence step failed");
+    }
+    std::lock_guard<std::mutex> lock(shared->mu);
+    shared->report = std::move(r);
+    shared->cv.notify_all();
+  }).detach();
 }
+
+EvidenceTask::~EvidenceTask() = default;
 
 bool EvidenceTask::Ready() const {
-  return future_.valid() && future_.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
+  std::lock_guard<std::mutex> lock(shared_->mu);
+  return shared_->report.has_value() && !taken_;
 }
 
+bool EvidenceTask::Overdue() const { return SteadyMs() >= deadline_steady_ms_; }
+
 std::optional<EvidenceReport> EvidenceTask::Take(int64_t timeout_ms) {
-  if (!future_.valid()) return std::nullopt;
-  if (future_.wait_for(std::chrono::milliseconds(timeout_ms)) != std::future_status::ready) {
-    return std::nullopt;
-  }
-  return future_.get();
+  if (taken_) return std::nullopt;
+  // Never past the overall deadline, whatever the caller asks.
+  const int64_t until =
+      std::min(SteadyMs() + std::max<int64_t>(0, timeout_ms), deadline_steady_ms_);
+  std::unique_lock<std::mutex> lock(shared_->mu);
+  shared_->cv.wait_for(lock, std::chrono::milliseconds(std::max<int64_t>(0, until - SteadyMs())),
+                       [&] { return shared_->report.has_value(); });
+  if (!shared_->report) return std::nullopt;
+  taken_ = true;
+  return std::move(shared_->report);
 }
 
 }  // namespace ww::evidence

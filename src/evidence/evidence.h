@@ -3,12 +3,13 @@
 // StartHangEvidence() once per confirmed hang, before any kill, and keeps sampling; the work
 // runs on its own thread, every query and poke has a deadline, and the whole step is bounded by
 // EvidenceOptions::overall_deadline_ms.
-// Ownership: EvidenceTask owns its thread; its destructor waits for it (bounded by the deadlines).
+// Ownership: EvidenceTask's thread is detached and shares its result slot; the destructor never
+// waits for it, so acting on a hang never waits for evidence past the overall deadline.
 // Thread-safety: CollectHangEvidence is reentrant; one EvidenceTask is used from one thread.
 #pragma once
 
 #include <cstdint>
-#include <future>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -101,8 +102,11 @@ std::vector<std::pair<std::string, std::string>> HookEnvFromEventFields(
 EvidenceReport CollectHangEvidence(const EvidenceOptions& options, const HangContext& context,
                                    Clock* clock);
 
-// CollectHangEvidence on its own thread: the watcher's sampling loop polls Ready() and Take()s
-// the report when done, so the hang action may wait for it up to the overall deadline.
+// CollectHangEvidence on its own detached thread: the watcher's sampling loop polls Take(0) and
+// acts when the report is there or Overdue() says the overall deadline has passed. The task can
+// be abandoned: its destructor never waits, and a thread still running (a peer or a dump that
+// outlasted every budget) finishes alone and its report is dropped. An exception in the step
+// becomes a report with a note. `clock` must outlive the thread (the system clock does).
 class EvidenceTask {
  public:
   EvidenceTask(EvidenceOptions options, HangContext context, Clock* clock);
@@ -110,11 +114,16 @@ class EvidenceTask {
   EvidenceTask(const EvidenceTask&) = delete;
   EvidenceTask& operator=(const EvidenceTask&) = delete;
   bool Ready() const;
-  // Blocks up to timeout_ms; nullopt when not finished by then (call again later).
+  // True once options.overall_deadline_ms (real time) has passed since the start.
+  bool Overdue() const;
+  // Blocks up to timeout_ms, never past the overall deadline; nullopt when not finished by then.
   std::optional<EvidenceReport> Take(int64_t timeout_ms);
 
  private:
-  std::future<EvidenceReport> future_;
+  struct Shared;
+  std::shared_ptr<Shared> shared_;
+  int64_t deadline_steady_ms_ = 0;
+  bool taken_ = false;
 };
 
 }  // namespace ww::evidence

@@ -8,10 +8,12 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <set>
+#include <unordered_map>
 
 #include "evidence/pickle.h"
 
@@ -26,42 +28,121 @@ bool IsTorchFrame(std::string_view filename) {
          filename.empty() || filename[0] == '<';
 }
 
-std::string TopUserFrame(const PickleDoc& doc, const PickleValue& entry) {
-  const PickleValue* frames = doc.Get(entry, "frames");
-  if (frames == nullptr || frames->kind != K::kList) return "";
-  std::string first_any;
-  for (uint32_t idx : frames->items) {
-    const PickleValue& f = doc.at(idx);
-    const std::string file = doc.GetStr(f, "filename").value_or("");
-    const std::string name = doc.GetStr(f, "name").value_or("?");
-    const int64_t line = doc.GetInt(f, "line").value_or(0);
-    std::string text = fmt::format("{}:{} in {}", file, line, name);
-    if (first_any.empty()) first_any = text;
-    if (!IsTorchFrame(file)) return text;
-  }
-  return first_any;
+int64_t SteadyNowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
 }
 
-std::string IntOrStr(const PickleDoc& doc, const PickleValue& dict, std::string_view key) {
-  const PickleValue* v = doc.Get(dict, key);
-  if (v == nullptr) return "";
-  if (v->kind == K::kInt) return std::to_string(v->int_value);
-  if (v->kind == K::kStr) return v->text;
-  return "";
-}
+// Reads a parsed dump within FrReadLimits: every dict lookup and list walk is charged to a work
+// budget, results for values shared by memo reference (an entry, a frames list) are computed
+// once, and strings are cut at max_field_chars.
+class DumpReader {
+ public:
+  DumpReader(const PickleDoc& doc, const FrReadLimits& limits) : doc_(doc), limits_(limits) {}
+
+  bool exhausted() const { return exhausted_; }
+
+  const PickleValue* Get(const PickleValue& dict, std::string_view key) {
+    if (!Charge(dict.pairs.size() + 1)) return nullptr;
+    return doc_.Get(dict, key);
+  }
+  std::optional<int64_t> GetInt(const PickleValue& dict, std::string_view key) {
+    const PickleValue* v = Get(dict, key);
+    if (v == nullptr || v->kind != K::kInt) return std::nullopt;
+    return v->int_value;
+  }
+  std::string GetStr(const PickleValue& dict, std::string_view key, std::string fallback = "") {
+    const PickleValue* v = Get(dict, key);
+    if (v == nullptr || v->kind != K::kStr) return fallback;
+    return Cut(v->text);
+  }
+  std::string Cut(std::string_view s) const {
+    if (s.size() <= limits_.max_field_chars) return std::string(s);
+    // Cut on a UTF-8 boundary, so the JSON that quotes it stays valid.
+    size_t n = limits_.max_field_chars;
+    while (n > 0 && (static_cast<unsigned char>(s[n]) & 0xC0) == 0x80) --n;
+    return std::string(s.substr(0, n)) + "...";
+  }
+  std::string IntOrStr(const PickleValue& dict, std::string_view key) {
+    const PickleValue* v = Get(dict, key);
+    if (v == nullptr) return "";
+    if (v->kind == K::kInt) return std::to_string(v->int_value);
+    if (v->kind == K::kStr) return Cut(v->text);
+    return "";
+  }
+
+  std::string TopUserFrame(const PickleValue& entry) {
+    const PickleValue* frames = Get(entry, "frames");
+    if (frames == nullptr || frames->kind != K::kList) return "";
+    // The same frames list under many entries (a memo reference) is read once.
+    const uint32_t key = static_cast<uint32_t>(frames - &doc_.at(0));
+    if (const auto it = frames_seen_.find(key); it != frames_seen_.end()) return it->second;
+    std::string first_any, found;
+    size_t looked = 0;
+    for (uint32_t idx : frames->items) {
+      if (++looked > limits_.max_frames_per_entry || !Charge(1)) break;
+      const PickleValue& f = doc_.at(idx);
+      const std::string file = GetStr(f, "filename");
+      const std::string name = GetStr(f, "name", "?");
+      const int64_t line = GetInt(f, "line").value_or(0);
+      std::string text = fmt::format("{}:{} in {}", file, line, name);
+      if (first_any.empty()) first_any = text;
+      if (!IsTorchFrame(file)) {
+        found = std::move(text);
+        break;
+      }
+    }
+    std::string out = found.empty() ? first_any : found;
+    frames_seen_.emplace(key, out);
+    return out;
+  }
+
+  // False (and exhausted() true) once the work budget or the deadline is spent.
+  bool Charge(uint64_t units) {
+    if (exhausted_) return false;
+    work_ += units;
+    if (work_ > limits_.max_work) {
+      exhausted_ = true;
+      why_ = fmt::format("over the work budget ({} dict pairs and list items visited)",
+                         limits_.max_work);
+      return false;
+    }
+    if (limits_.deadline_steady_ms > 0 && work_ - last_clock_check_ > 65536) {
+      last_clock_check_ = work_;
+      if (SteadyNowMs() >= limits_.deadline_steady_ms) {
+        exhausted_ = true;
+        why_ = "not read by the evidence deadline";
+        return false;
+      }
+    }
+    return true;
+  }
+  const std::string& why() const { return why_; }
+
+ private:
+  const PickleDoc& doc_;
+  const FrReadLimits& limits_;
+  uint64_t work_ = 0;
+  uint64_t last_clock_check_ = 0;
+  bool exhausted_ = false;
+  std::string why_;
+  std::unordered_map<uint32_t, std::string> frames_seen_;
+};
 
 }  // namespace
 
-Result<FrRankDump> ReadFrDump(std::string_view bytes, int rank) {
+Result<FrRankDump> ReadFrDump(std::string_view bytes, int rank, const FrReadLimits& limits) {
   Result<PickleDoc> parsed = ParsePickle(bytes);
   if (!parsed.ok()) return parsed.status();
   const PickleDoc& doc = *parsed;
+  DumpReader rd(doc, limits);
   FrRankDump dump;
   dump.rank = rank;
   const PickleValue* entries = nullptr;
   if (doc.root().kind == K::kDict) {
-    dump.version = doc.GetStr(doc.root(), "version").value_or("");
-    entries = doc.Get(doc.root(), "entries");
+    dump.version = rd.GetStr(doc.root(), "version");
+    entries = rd.Get(doc.root(), "entries");
     if (entries == nullptr) {
       return Status::InvalidInput(
           "dump is a dict without \"entries\" (not a Flight Recorder dump)");
@@ -73,43 +154,63 @@ Result<FrRankDump> ReadFrDump(std::string_view bytes, int rank) {
     return Status::InvalidInput("dump is neither a dict nor a list (not a Flight Recorder dump)");
   }
   if (entries->kind != K::kList) return Status::InvalidInput("\"entries\" is not a list");
-  for (size_t i = 0; i < entries->items.size(); ++i) {
-    const PickleValue& e = doc.at(entries->items[i]);
+  const size_t n = entries->items.size();
+  const size_t first = n > limits.max_entries ? n - limits.max_entries : 0;
+  dump.entries_skipped = first;
+  dump.entries.reserve(n - first);
+  // An entry dict shared by memo reference is read once and copied (bounded by the cuts).
+  std::unordered_map<uint32_t, size_t> entry_seen;
+  for (size_t i = first; i < n; ++i) {
+    const uint32_t index = entries->items[i];
+    const PickleValue& e = doc.at(index);
     if (e.kind != K::kDict) {
       return Status::InvalidInput(fmt::format("entries[{}] is not a dict", i));
     }
+    if (!rd.Charge(1)) break;
+    if (const auto seen = entry_seen.find(index); seen != entry_seen.end()) {
+      FrEntry copy = dump.entries[seen->second];
+      copy.record_id = static_cast<int64_t>(i);
+      dump.entries.push_back(std::move(copy));
+      continue;
+    }
     FrEntry out;
-    out.record_id = doc.GetInt(e, "record_id").value_or(static_cast<int64_t>(i));
-    out.pg_id = IntOrStr(doc, e, "pg_id");
-    if (const PickleValue* pg = doc.Get(e, "process_group");
+    out.record_id = rd.GetInt(e, "record_id").value_or(static_cast<int64_t>(i));
+    out.pg_id = rd.IntOrStr(e, "pg_id");
+    if (const PickleValue* pg = rd.Get(e, "process_group");
         pg != nullptr && (pg->kind == K::kTuple || pg->kind == K::kList)) {
       if (!pg->items.empty() && doc.at(pg->items[0]).kind == K::kStr) {
-        out.pg_name = doc.at(pg->items[0]).text;
+        out.pg_name = rd.Cut(doc.at(pg->items[0]).text);
       }
       if (pg->items.size() > 1 && doc.at(pg->items[1]).kind == K::kStr) {
-        out.pg_desc = doc.at(pg->items[1]).text;
+        out.pg_desc = rd.Cut(doc.at(pg->items[1]).text);
       }
     }
-    out.collective_seq_id = doc.GetInt(e, "collective_seq_id");
-    if (!out.collective_seq_id) out.collective_seq_id = doc.GetInt(e, "seq_id");
-    out.p2p_seq_id = doc.GetInt(e, "p2p_seq_id");
-    if (const PickleValue* p = doc.Get(e, "is_p2p"); p != nullptr && p->kind == K::kBool) {
+    out.collective_seq_id = rd.GetInt(e, "collective_seq_id");
+    if (!out.collective_seq_id) out.collective_seq_id = rd.GetInt(e, "seq_id");
+    out.p2p_seq_id = rd.GetInt(e, "p2p_seq_id");
+    if (const PickleValue* p = rd.Get(e, "is_p2p"); p != nullptr && p->kind == K::kBool) {
       out.is_p2p = p->bool_value;
     }
-    out.profiling_name = doc.GetStr(e, "profiling_name").value_or("");
-    out.state = doc.GetStr(e, "state").value_or("");
-    out.top_user_frame = TopUserFrame(doc, e);
+    out.profiling_name = rd.GetStr(e, "profiling_name");
+    out.state = rd.GetStr(e, "state");
+    out.top_user_frame = rd.TopUserFrame(e);
+    entry_seen.emplace(index, dump.entries.size());
     dump.entries.push_back(std::move(out));
   }
+  if (rd.exhausted()) {
+    return Status::InvalidInput(fmt::format("Flight Recorder dump {} after {} of {} entries",
+                                            rd.why(), dump.entries.size(), n - first));
+  }
   if (doc.root().kind == K::kDict) {
-    if (const PickleValue* st = doc.Get(doc.root(), "pg_status"); st && st->kind == K::kDict) {
+    if (const PickleValue* st = rd.Get(doc.root(), "pg_status"); st && st->kind == K::kDict) {
       for (const auto& [k, v] : st->pairs) {
         const PickleValue& key = doc.at(k);
         const PickleValue& val = doc.at(v);
         if (key.kind != K::kStr || val.kind != K::kDict) continue;
+        if (!rd.Charge(val.pairs.size() + 1) || dump.pg_status.size() >= limits.max_entries) break;
         for (const auto& [fk, fv] : val.pairs) {
           if (doc.at(fk).kind == K::kStr && doc.at(fv).kind == K::kInt) {
-            dump.pg_status[key.text][doc.at(fk).text] = doc.at(fv).int_value;
+            dump.pg_status[rd.Cut(key.text)][rd.Cut(doc.at(fk).text)] = doc.at(fv).int_value;
           }
         }
       }
@@ -323,7 +424,10 @@ std::string ReadCapped(const std::string& path, int64_t size, bool* too_big) {
 
 std::vector<FrDumpFile> WaitForDumps(const std::string& dump_prefix, const std::vector<int>& ranks,
                                      const std::map<int, FileStamp>& before,
-                                     int64_t deadline_mono_ns, Clock* clock) {
+                                     int64_t deadline_mono_ns, Clock* clock,
+                                     int64_t read_deadline_steady_ms) {
+  FrReadLimits limits;
+  limits.deadline_steady_ms = read_deadline_steady_ms;
   std::vector<FrDumpFile> files;
   for (int r : ranks) {
     FrDumpFile f;
@@ -349,15 +453,19 @@ std::vector<FrDumpFile> WaitForDumps(const std::string& dump_prefix, const std::
         pending.erase(f.rank);
         continue;
       }
-      Result<FrRankDump> d = ReadFrDump(f.bytes, f.rank);
+      Result<FrRankDump> d = ReadFrDump(f.bytes, f.rank, limits);
       if (d.ok()) {
         f.dump = std::move(*d);
         f.error.clear();
         pending.erase(f.rank);
       } else {
         // Possibly still being written (DebugInfoWriter streams into the file): retry until the
-        // deadline, then keep the last error.
+        // deadline, then keep the last error. A dump over the work budget is final.
         f.error = fmt::format("rank {}: {}: {}", f.rank, f.path, d.status().message());
+        if (d.status().message().find("work budget") != std::string::npos ||
+            d.status().message().find("evidence deadline") != std::string::npos) {
+          pending.erase(f.rank);
+        }
       }
     }
     if (pending.empty() || clock->NowMonotonicNs() >= deadline_mono_ns) break;

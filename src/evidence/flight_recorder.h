@@ -43,10 +43,24 @@ struct FrRankDump {
   std::vector<FrEntry> entries;
   // pg_status[pg] = {last_enqueued_collective, last_started_collective, last_completed_collective}
   std::map<std::string, std::map<std::string, int64_t>> pg_status;
+  size_t entries_skipped = 0;  // the oldest, over FrReadLimits::max_entries
 };
 
-// Reads one dump (a pickle of plain dicts). Bad, truncated or refused input gives a clear error.
-Result<FrRankDump> ReadFrDump(std::string_view bytes, int rank);
+// What reading one dump may cost, whatever the dump holds: a dump is a peer's file, and one
+// that shares a frames list (or a huge dict) across millions of entries must not make the reader
+// loop for hours or copy one string a million times.
+struct FrReadLimits {
+  size_t max_entries = 1u << 18;      // the newest kept (TORCH_FR_BUFFER_SIZE defaults to 2000)
+  size_t max_field_chars = 256;       // a name, state or frame copied into FrEntry is cut there
+  size_t max_frames_per_entry = 256;  // frames looked at for the top user frame
+  uint64_t max_work = 256u << 20;     // dict pairs and list items visited in total
+  int64_t deadline_steady_ms = 0;     // 0: none; else give up at this steady_clock time (ms)
+};
+
+// Reads one dump (a pickle of plain dicts). Bad, truncated or refused input gives a clear error;
+// so does a dump over the work budget or the deadline. Entries shared by memo reference are
+// read once. Memory: the pickle's (PickleLimits) plus ~400 bytes per entry kept.
+Result<FrRankDump> ReadFrDump(std::string_view bytes, int rank, const FrReadLimits& limits = {});
 
 struct FrLaggard {
   std::string pg;  // "0 (default_pg)"
@@ -104,8 +118,10 @@ FileStamp StampFile(const std::string& path);
 
 // Waits until each rank's `<dump_prefix><rank>` is new (differs from `before`) and reads as a
 // complete pickle, or until deadline_mono_ns; polls every 100 ms through `clock`.
+// Each read gets `read_deadline_steady_ms` (0: none) as its FrReadLimits deadline.
 std::vector<FrDumpFile> WaitForDumps(const std::string& dump_prefix, const std::vector<int>& ranks,
                                      const std::map<int, FileStamp>& before,
-                                     int64_t deadline_mono_ns, Clock* clock);
+                                     int64_t deadline_mono_ns, Clock* clock,
+                                     int64_t read_deadline_steady_ms = 0);
 
 }  // namespace ww::evidence

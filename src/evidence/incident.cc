@@ -144,7 +144,9 @@ Result<std::string> WriteIncidentFolder(const std::string& root, const HangConte
   results.push_back(WriteText(d / "INCIDENT.md", RenderIncidentMarkdown(c, r)));
   nlohmann::json ev = r.ToJson();
   ev["context"] = ContextJson(c);
-  results.push_back(WriteText(d / "evidence.json", ev.dump(2) + "\n"));
+  results.push_back(
+      WriteText(d / "evidence.json",
+                ev.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n"));
   if (!c.triage_json.empty()) results.push_back(WriteText(d / "triage.json", c.triage_json));
   if (!c.telemetry_csv.empty()) {
     results.push_back(WriteText(d / "telemetry-10min.csv", c.telemetry_csv));

@@ -153,10 +153,21 @@ class PickleParser {
     return v;
   }
 
+  // Counts what the document will hold; references (GET, DUP) cost an index, never a copy.
+  Status Store(size_t bytes) {
+    stored_bytes_ += bytes;
+    if (stored_bytes_ > limits_.max_stored_bytes) {
+      return Fail(
+          fmt::format("the values would hold more than {} bytes", limits_.max_stored_bytes));
+    }
+    return Status::Ok();
+  }
+
   Result<uint32_t> NewValue(PickleValue::Kind kind) {
     if (doc_.values_.size() >= limits_.max_values) {
       return Fail(fmt::format("more than {} values", limits_.max_values));
     }
+    WW_RETURN_IF_ERROR(Store(sizeof(PickleValue)));
     doc_.values_.emplace_back();
     doc_.values_.back().kind = kind;
     return static_cast<uint32_t>(doc_.values_.size() - 1);
@@ -201,6 +212,7 @@ class PickleParser {
           fmt::format("string of {} bytes is over the {} byte cap", len, limits_.max_string_bytes));
     }
     WW_RETURN_IF_ERROR(Need(len));
+    WW_RETURN_IF_ERROR(Store(len));
     PickleValue* v = nullptr;
     WW_RETURN_IF_ERROR(PushNew(kind, &v));
     v->text.assign(data_.data() + pos_, len);
@@ -229,6 +241,7 @@ class PickleParser {
   Status MakeTuple(size_t from) {
     Result<uint32_t> t = NewValue(PickleValue::Kind::kTuple);
     if (!t.ok()) return t.status();
+    WW_RETURN_IF_ERROR(Store(sizeof(uint32_t) * (stack_.size() - from)));
     doc_.values_[*t].items.assign(stack_.begin() + from, stack_.end());
     stack_.resize(from);
     return Push(*t);
@@ -335,6 +348,7 @@ class PickleParser {
         if (!item.ok()) return item.status();
         Result<uint32_t> list = ContainerBelow(stack_.size(), K::kList);
         if (!list.ok()) return list.status();
+        WW_RETURN_IF_ERROR(Store(sizeof(uint32_t)));
         doc_.values_[*list].items.push_back(*item);
         return Status::Ok();
       }
@@ -343,6 +357,7 @@ class PickleParser {
         if (!m.ok()) return m.status();
         Result<uint32_t> list = ContainerBelow(*m, K::kList);
         if (!list.ok()) return list.status();
+        WW_RETURN_IF_ERROR(Store(sizeof(uint32_t) * (stack_.size() - *m - 1)));
         auto& items = doc_.values_[*list].items;
         items.insert(items.end(), stack_.begin() + *m + 1, stack_.end());
         stack_.resize(*m);
@@ -353,6 +368,7 @@ class PickleParser {
         if (!m.ok()) return m.status();
         Result<uint32_t> list = NewValue(K::kList);
         if (!list.ok()) return list.status();
+        WW_RETURN_IF_ERROR(Store(sizeof(uint32_t) * (stack_.size() - *m - 1)));
         doc_.values_[*list].items.assign(stack_.begin() + *m + 1, stack_.end());
         stack_.resize(*m);
         return Push(*list);
@@ -364,6 +380,7 @@ class PickleParser {
         if (!key.ok()) return key.status();
         Result<uint32_t> dict = ContainerBelow(stack_.size(), K::kDict);
         if (!dict.ok()) return dict.status();
+        WW_RETURN_IF_ERROR(Store(2 * sizeof(uint32_t)));
         doc_.values_[*dict].pairs.emplace_back(*key, *value);
         return Status::Ok();
       }
@@ -383,6 +400,7 @@ class PickleParser {
           if (!dict.ok()) return dict.status();
           target = *dict;
         }
+        WW_RETURN_IF_ERROR(Store(sizeof(uint32_t) * n));
         auto& pairs = doc_.values_[target].pairs;
         for (size_t i = *m + 1; i + 1 < stack_.size(); i += 2) {
           pairs.emplace_back(stack_[i], stack_[i + 1]);
@@ -451,6 +469,7 @@ class PickleParser {
   uint8_t op_ = 0;
   std::vector<uint32_t> stack_;
   std::unordered_map<uint64_t, uint32_t> memo_;
+  size_t stored_bytes_ = 0;
   PickleDoc doc_;
 };
 
@@ -507,12 +526,14 @@ void AppendJsonString(std::string* out, std::string_view s) {
 
 }  // namespace
 
-std::string PickleDoc::ToJson(const PickleValue& root, int max_depth, size_t max_elements) const {
+std::string PickleDoc::ToJson(const PickleValue& root, int max_depth, size_t max_elements,
+                              size_t max_output_bytes) const {
   std::string out;
   size_t budget = max_elements;
-  // Recursion bounded by max_depth; a memo cycle is cut there too.
+  // Recursion bounded by max_depth; a memo cycle is cut there too. The output is bounded by
+  // max_output_bytes: a 16 MB string referenced 100 times is not rendered 100 times.
   auto render = [&](auto&& self, const PickleValue& v, int depth) -> void {
-    if (budget == 0) {
+    if (budget == 0 || out.size() >= max_output_bytes) {
       out += "\"...\"";
       return;
     }
@@ -532,7 +553,11 @@ std::string PickleDoc::ToJson(const PickleValue& root, int max_depth, size_t max
         out += std::isfinite(v.float_value) ? fmt::format("{}", v.float_value) : "null";
         return;
       case K::kStr:
-        AppendJsonString(&out, v.text);
+        if (out.size() + v.text.size() > max_output_bytes) {
+          out += fmt::format("\"<{} chars>\"", v.text.size());
+        } else {
+          AppendJsonString(&out, v.text);
+        }
         return;
       case K::kBytes:
         out += fmt::format("\"<{} bytes>\"", v.text.size());

@@ -32,12 +32,16 @@ struct PickleValue {
 };
 
 struct PickleLimits {
-  // Worst case about 64 MB of input plus ~110 bytes per value: ~300 MB at these caps.
+  // Memory is bounded by what is stored, never by how often it is referenced: a memo reference
+  // (GET) adds one 4-byte index, not a copy of the value. The parse is linear in the input.
   size_t max_input_bytes = 64u << 20;   // a dump of 20k entries with frames is tens of MB
   size_t max_string_bytes = 16u << 20;  // one str or bytes value
   size_t max_values = 2u << 20;         // values created in total (~30 per entry)
   size_t max_stack = 1u << 20;          // values on the stack plus MARKs
   size_t max_memo = 2u << 20;
+  // Everything the document holds: each value's struct, string bytes, 4 bytes per list/tuple
+  // item and 8 per dict pair. With the input this bounds a parse to ~max_input_bytes + this.
+  size_t max_stored_bytes = 256u << 20;
 };
 
 class PickleDoc {
@@ -50,9 +54,11 @@ class PickleDoc {
   // Typed reads of dict[key]: nullopt when absent or of another kind.
   std::optional<int64_t> GetInt(const PickleValue& dict, std::string_view key) const;
   std::optional<std::string> GetStr(const PickleValue& dict, std::string_view key) const;
-  // A short JSON rendering for the incident (depth and element count bounded; bytes as
-  // "<N bytes>").
-  std::string ToJson(const PickleValue& v, int max_depth = 12, size_t max_elements = 200000) const;
+  // A short JSON rendering for the incident (depth, element count and output size bounded; a
+  // string shared by many entries is rendered in full while the output budget lasts, then as
+  // "<N chars>"; bytes as "<N bytes>").
+  std::string ToJson(const PickleValue& v, int max_depth = 12, size_t max_elements = 200000,
+                     size_t max_output_bytes = 8u << 20) const;
 
  private:
   friend class PickleParser;

@@ -21,6 +21,23 @@
 namespace ww::evidence {
 namespace {
 
+// A peer's bytes quoted in a message: printable ASCII kept, anything else (a stray \xf5, a
+// terminal escape, a newline) shown as \xNN, and at most 120 bytes: the message ends up in JSON
+// (which needs valid UTF-8) and on the operator's terminal.
+std::string Printable(std::string_view s) {
+  std::string out;
+  for (size_t i = 0; i < s.size() && i < 120; ++i) {
+    const unsigned char c = static_cast<unsigned char>(s[i]);
+    if (c >= 0x20 && c < 0x7f) {
+      out.push_back(static_cast<char>(c));
+    } else {
+      out += fmt::format("\\x{:02x}", c);
+    }
+  }
+  if (s.size() > 120) out += "...";
+  return out;
+}
+
 bool StartsWithIgnoreCase(std::string_view s, std::string_view prefix) {
   return s.size() >= prefix.size() && AsciiLower(s.substr(0, prefix.size())) == AsciiLower(prefix);
 }
@@ -156,7 +173,7 @@ Result<RasReply> QueryRas(const RasQueryOptions& o) {
   if (!proto.ok()) return proto.status();
   if (!StartsWithIgnoreCase(*proto, "SERVER PROTOCOL ")) {
     return Status::InvalidInput(
-        fmt::format("NCCL RAS {}: unexpected handshake reply \"{}\"", where, *proto));
+        fmt::format("NCCL RAS {}: unexpected handshake reply \"{}\"", where, Printable(*proto)));
   }
   // The server waits up to TIMEOUT for the other processes; keep a second for ourselves.
   const int server_timeout_s = std::max(1, o.timeout_ms / 1000 - 1);
@@ -199,22 +216,62 @@ namespace {
 
 using nlohmann::json;
 
-void AddToGroups(std::vector<RasCountGroup>* groups, uint64_t count, const RasRank& r) {
-  for (RasCountGroup& g : *groups) {
-    if (g.count == count) {
-      g.ranks_total++;
-      g.ranks.push_back(r);
+// Ranks grouped by count through an index, so a reply of many ranks at distinct counts costs
+// n log n, not n^2 (a hostile peer's 32 MB reply holds ~600k ranks).
+class Grouper {
+ public:
+  void Add(RasCommunicator* c, const std::string& collective, uint64_t count, const RasRank& r) {
+    std::vector<RasCountGroup>& groups = c->counts[collective];
+    auto [it, fresh] = index_[collective].try_emplace(count, groups.size());
+    if (fresh) {
+      groups.push_back({count, 1, {r}});
       return;
     }
+    RasCountGroup& g = groups[it->second];
+    g.ranks_total++;
+    g.ranks.push_back(r);
   }
-  groups->push_back({count, 1, {r}});
-}
+
+ private:
+  std::map<std::string, std::map<uint64_t, size_t>> index_;
+};
 
 void SortGroups(RasCommunicator* c) {
   for (auto& [name, groups] : c->counts) {
     std::sort(groups.begin(), groups.end(),
               [](const RasCountGroup& a, const RasCountGroup& b) { return a.count > b.count; });
   }
+}
+
+// Typed reads of a peer's JSON: a member that is absent or of another type gives the default,
+// never an exception (json::value() throws type_error when the member's type differs).
+int IntField(const json& o, const char* key, int fallback) {
+  const auto it = o.find(key);
+  if (it == o.end()) return fallback;
+  if (it->is_number_unsigned()) {
+    const uint64_t v = it->get<uint64_t>();
+    return v <= static_cast<uint64_t>(INT32_MAX) ? static_cast<int>(v) : fallback;
+  }
+  if (it->is_number_integer()) {
+    const int64_t v = it->get<int64_t>();
+    return v >= INT32_MIN && v <= INT32_MAX ? static_cast<int>(v) : fallback;
+  }
+  return fallback;
+}
+
+std::string StrField(const json& o, const char* key, std::string fallback) {
+  const auto it = o.find(key);
+  return it != o.end() && it->is_string() ? Printable(it->get_ref<const std::string&>()) : fallback;
+}
+
+bool BoolField(const json& o, const char* key) {
+  const auto it = o.find(key);
+  return it != o.end() && it->is_boolean() && it->get<bool>();
+}
+
+const json* ArrayField(const json& o, const char* key) {
+  const auto it = o.find(key);
+  return it != o.end() && it->is_array() ? &*it : nullptr;
 }
 
 std::string NormalizeHash(std::string h) {
@@ -229,49 +286,57 @@ std::string NormalizeHash(std::string h) {
 Result<RasSnapshot> ParseRasJson(std::string_view text) {
   RasSnapshot snap;
   snap.format = "json";
-  json doc = json::parse(text.begin(), text.end(), nullptr, false);
+  // Non-throwing parse; every access below checks the type first: a peer decides these bytes.
+  const json doc = json::parse(text.begin(), text.end(), nullptr, false);
   if (doc.is_discarded() || !doc.is_object()) {
-    return Status::InvalidInput("NCCL RAS JSON reply does not parse as a JSON object");
+    return Status::InvalidInput(
+        fmt::format("NCCL RAS JSON reply does not parse as a JSON object (starts \"{}\")",
+                    Printable(text.substr(0, 40))));
   }
-  snap.nccl_version = doc.value("nccl_version", "");
-  const json& comms = doc.contains("communicators") ? doc["communicators"] : json::array();
-  if (!comms.is_array()) return Status::InvalidInput("NCCL RAS JSON: \"communicators\" not a list");
+  snap.nccl_version = StrField(doc, "nccl_version", "");
+  const json* comms = ArrayField(doc, "communicators");
+  if (comms == nullptr && doc.contains("communicators")) {
+    return Status::InvalidInput("NCCL RAS JSON: \"communicators\" not a list");
+  }
   auto rank_of = [](const json& r) {
     RasRank out;
-    out.rank = r.value("rank", -1);
-    out.host = r.value("host", "");
-    out.pid = r.value("pid", -1);
-    out.gpu = r.value("cuda_dev", -1);
+    out.rank = IntField(r, "rank", -1);
+    out.host = StrField(r, "host", "");
+    out.pid = IntField(r, "pid", -1);
+    out.gpu = IntField(r, "cuda_dev", -1);
     return out;
   };
-  for (size_t i = 0; i < comms.size(); ++i) {
-    const json& c = comms[i];
-    if (!c.is_object())
-      return Status::InvalidInput(fmt::format("communicators[{}] not an object", i));
+  const size_t n = comms == nullptr ? 0 : comms->size();
+  for (size_t i = 0; i < n; ++i) {
+    const json& c = (*comms)[i];
+    if (!c.is_object()) {
+      return Status::InvalidInput(fmt::format("NCCL RAS JSON: communicators[{}] not an object", i));
+    }
     RasCommunicator comm;
-    comm.hash = NormalizeHash(c.value("hash", fmt::format("#{}", i)));
-    comm.size = c.value("size", -1);
-    if (c.contains("ranks") && c["ranks"].is_array()) {
-      for (const json& r : c["ranks"]) {
+    comm.hash = NormalizeHash(StrField(c, "hash", fmt::format("#{}", i)));
+    comm.size = IntField(c, "size", -1);
+    Grouper groups;
+    if (const json* ranks = ArrayField(c, "ranks")) {
+      for (const json& r : *ranks) {
         if (!r.is_object()) continue;
         const RasRank who = rank_of(r);
-        if (r.contains("collective_counts") && r["collective_counts"].is_object()) {
-          for (const auto& [name, v] : r["collective_counts"].items()) {
-            if (v.is_number_unsigned() || v.is_number_integer()) {
-              AddToGroups(&comm.counts[name], v.get<uint64_t>(), who);
-            }
+        const auto counts = r.find("collective_counts");
+        if (counts == r.end() || !counts->is_object()) continue;
+        for (const auto& [name, v] : counts->items()) {
+          if (v.is_number_unsigned() || (v.is_number_integer() && v.get<int64_t>() >= 0)) {
+            groups.Add(&comm, Printable(name), v.get<uint64_t>(), who);
           }
         }
       }
     }
-    if (c.contains("missing_ranks") && c["missing_ranks"].is_array()) {
-      for (const json& r : c["missing_ranks"]) {
+    if (const json* missing = ArrayField(c, "missing_ranks")) {
+      for (const json& r : *missing) {
         if (!r.is_object()) continue;
         RasMissingRank m;
         m.who = rank_of(r);
-        if (r.contains("status") && r["status"].is_object()) {
-          m.unresponsive = r["status"].value("unresponsive", false);
-          m.dead = r["status"].value("considered_dead", false);
+        if (const auto st = r.find("status"); st != r.end() && st->is_object()) {
+          m.unresponsive = BoolField(*st, "unresponsive");
+          m.dead = BoolField(*st, "considered_dead");
         }
         comm.missing.push_back(m);
       }
@@ -293,7 +358,7 @@ void ParseManagedBy(std::string_view rest, RasRank* r) {
     r->pid = std::atoi(std::string(rest.substr(proc + 8)).c_str());
   }
   const size_t node = rest.find(" on node ");
-  if (node != std::string_view::npos) r->host = std::string(TrimSpace(rest.substr(node + 9)));
+  if (node != std::string_view::npos) r->host = Printable(TrimSpace(rest.substr(node + 9)));
 }
 
 }  // namespace
@@ -306,12 +371,14 @@ Result<RasSnapshot> ParseRasText(std::string_view text) {
   std::string coll;   // collective whose counts are being listed
   std::string block;  // "INCOMPLETE", "MISMATCH", "DEAD", ...
   bool saw_header = false;
+  std::map<std::string, size_t> comm_index;  // hash -> position in snap.communicators
   for (std::string raw; std::getline(in, raw);) {
     const std::string line(TrimSpace(raw));
     if (line.rfind("NCCL version ", 0) == 0) {
       saw_header = true;
       std::istringstream v(line.substr(13));
       v >> snap.nccl_version;
+      snap.nccl_version = Printable(snap.nccl_version);
       continue;
     }
     if (line.rfind("Communicators...", 0) == 0 || line.rfind("Job summary", 0) == 0) {
@@ -323,16 +390,14 @@ Result<RasSnapshot> ParseRasText(std::string_view text) {
       // "#0-0 (27a079b828ff1a75) MISMATCH"
       const size_t open = line.find('('), close = line.find(')');
       if (open == std::string::npos || close == std::string::npos || close < open) continue;
-      const std::string hash = NormalizeHash(line.substr(open + 1, close - open - 1));
-      comm = nullptr;
-      for (RasCommunicator& c : snap.communicators) {
-        if (c.hash == hash) comm = &c;
-      }
-      if (comm == nullptr) {
+      const std::string hash =
+          NormalizeHash(Printable(line.substr(open + 1, std::min<size_t>(close - open - 1, 64))));
+      auto [at, fresh] = comm_index.try_emplace(hash, snap.communicators.size());
+      if (fresh) {
         snap.communicators.push_back({});
-        comm = &snap.communicators.back();
-        comm->hash = hash;
+        snap.communicators.back().hash = hash;
       }
+      comm = &snap.communicators[at->second];
       block = std::string(TrimSpace(line.substr(close + 1)));
       coll.clear();
       continue;
@@ -348,7 +413,7 @@ Result<RasSnapshot> ParseRasText(std::string_view text) {
     if (line.rfind("Communicator ranks have different ", 0) == 0) {
       const std::string rest = line.substr(34);
       const size_t sp = rest.find(' ');
-      coll = rest.substr(0, sp);
+      coll = Printable(rest.substr(0, sp));
       if (coll == "status") coll.clear();
       continue;
     }
@@ -402,8 +467,8 @@ Result<RasSnapshot> ParseRasText(std::string_view text) {
       const size_t node = line.find(" on node ");
       const size_t managing = line.find(" managing GPU");
       if (node != std::string::npos) {
-        r.host = line.substr(
-            node + 9, managing == std::string::npos ? std::string::npos : managing - node - 9);
+        r.host = Printable(line.substr(
+            node + 9, managing == std::string::npos ? std::string::npos : managing - node - 9));
       }
       if (managing != std::string::npos) r.gpu = std::atoi(line.c_str() + managing + 13);
       snap.dead_processes.push_back(r);
@@ -414,11 +479,11 @@ Result<RasSnapshot> ParseRasText(std::string_view text) {
         "NCCL RAS text reply has neither the \"NCCL version\" line nor a \"Communicators...\" "
         "section");
   }
+  std::set<std::pair<int, std::string>> dead;
+  for (const RasRank& d : snap.dead_processes) dead.emplace(d.pid, d.host);
   for (RasCommunicator& c : snap.communicators) {
     for (RasMissingRank& m : c.missing) {
-      for (const RasRank& d : snap.dead_processes) {
-        if (m.who.pid >= 0 && d.pid == m.who.pid && d.host == m.who.host) m.dead = true;
-      }
+      if (m.who.pid >= 0 && dead.count({m.who.pid, m.who.host})) m.dead = true;
     }
     SortGroups(&c);
   }
@@ -473,21 +538,21 @@ RasVerdict CompareRasSnapshots(const RasSnapshot& first, const RasSnapshot& seco
                           ? "RAS reported no communicator with mismatched counts or missing ranks"
                           : "RAS reported no communicator");
   }
+  // Indexed, so a reply of many communicators or missing ranks costs n log n, not n^2.
+  std::map<std::string_view, const RasCommunicator*> first_by_hash;
+  for (const RasCommunicator& c : first.communicators) first_by_hash[c.hash] = &c;
   for (const RasCommunicator& c2 : second.communicators) {
-    const RasCommunicator* c1 = nullptr;
-    for (const RasCommunicator& c : first.communicators) {
-      if (c.hash == c2.hash) c1 = &c;
-    }
+    const auto found = first_by_hash.find(c2.hash);
+    const RasCommunicator* c1 = found == first_by_hash.end() ? nullptr : found->second;
     if (c1 == nullptr) {
       v.lines.push_back(fmt::format("communicator {} appeared between the two queries", c2.hash));
       continue;
     }
     // Missing in both queries: not a transient of the RAS collective.
+    std::set<int> missing_before;
+    for (const RasMissingRank& x : c1->missing) missing_before.insert(x.who.rank);
     for (const RasMissingRank& m : c2.missing) {
-      const bool before =
-          std::any_of(c1->missing.begin(), c1->missing.end(),
-                      [&](const RasMissingRank& x) { return x.who.rank == m.who.rank; });
-      if (!before) continue;
+      if (!missing_before.count(m.who.rank)) continue;
       RasCulprit k;
       k.communicator = c2.hash;
       k.who = m.who;

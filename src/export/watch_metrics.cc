@@ -124,6 +124,10 @@ std::string WatchMetrics::Render() const {
   w.Family("wattwatch_samples_dropped_total", "counter",
            "GPU-samples not taken: stale or lost GPUs, failed reads, ticks skipped when behind");
   w.Sample("wattwatch_samples_dropped_total", self, static_cast<double>(dropped_));
+  w.Family(
+      "wattwatch_evidence_overdue_total", "counter",
+      "Hang evidence steps abandoned at their overall cap; the hang was acted on without them");
+  w.Sample("wattwatch_evidence_overdue_total", self, static_cast<double>(evidence_overdue_));
   w.Family("wattwatch_last_sample_timestamp_seconds", "gauge",
            "Unix time of the last successful sample");
   if (last_sample_unix_s_) {

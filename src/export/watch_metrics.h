@@ -46,6 +46,8 @@ class WatchMetrics {
   void ObserveSampleDuration(double seconds) { sample_duration_.Observe(seconds); }
   void ObserveTickLateness(double seconds) { tick_lateness_.Observe(seconds); }
   void AddDropped(uint64_t n) { dropped_ += n; }
+  // A hang acted on without its evidence: the step passed its overall cap (EvidenceOptions).
+  void AddEvidenceOverdue() { ++evidence_overdue_; }
   void SetLastSampleUnixS(double t) { last_sample_unix_s_ = t; }
 
   std::string Render() const;
@@ -70,6 +72,7 @@ class WatchMetrics {
   exposition::Histogram sample_duration_;
   exposition::Histogram tick_lateness_;
   uint64_t dropped_ = 0;
+  uint64_t evidence_overdue_ = 0;
   std::optional<double> last_sample_unix_s_;
 };
 

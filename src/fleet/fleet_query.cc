@@ -17,13 +17,8 @@
 namespace ww::fleet {
 namespace {
 
-std::string Excerpt(const std::string& s, size_t n) {
-  std::string out = s.substr(0, n);
-  for (char& c : out) {
-    if (c == '\n' || c == '\r') c = ' ';
-  }
-  return s.size() > n ? out + "..." : out;
-}
+// A peer's body in a message: newlines and terminal escapes written as escapes, valid UTF-8.
+std::string Excerpt(const std::string& s, size_t n) { return ingest::EscapeForTerminal(s, n); }
 
 }  // namespace
 

@@ -88,11 +88,22 @@ Status FleetService::Start() {
   if (o_.listen != "none" && !o_.listen.empty()) {
     exporter::ServerOptions so;
     so.state_path = "/jobs";
+    so.state_token = o_.jobs_token;
     server_ = std::make_unique<exporter::MetricsServer>(&snapshot_, so);
     auto addr = server_->Start(o_.listen);
     if (!addr.ok()) return addr.status();
     listen_address_ = *addr;
     spdlog::info("serving http://{}/metrics and /jobs", *addr);
+    std::string host;
+    int port = 0;
+    if (exporter::ParseListenAddress(o_.listen, &host, &port).ok() &&
+        !exporter::IsLoopbackHost(host) && o_.jobs_token.empty()) {
+      // /jobs names every job, host and GPU of the fleet, with the hang reasons: say it is open.
+      spdlog::warn(
+          "--listen {}: /jobs has no authentication and is reachable from other machines; "
+          "--jobs-token-file FILE requires \"Authorization: Bearer\" with the file's token",
+          o_.listen);
+    }
     if (!o_.ready_file.empty()) WW_RETURN_IF_ERROR(watch::WriteReadyFile(o_.ready_file, *addr));
   }
   Event({{"event", "fleet_started"},

@@ -57,6 +57,7 @@ struct FleetOptions {
   int retries = 3;
   double retry_backoff_s = 1;
   std::string listen = "127.0.0.1:9401";  // "none": no endpoint
+  std::string jobs_token;  // --jobs-token-file: /jobs needs "Authorization: Bearer <token>"
   std::string ready_file;
   std::string events_path;
   watch::ActionConfig actions;

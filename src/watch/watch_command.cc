@@ -213,6 +213,13 @@ int RunWatchCommand(const WatchCommandOptions& f, bool run_mode, std::atomic<int
   }
   if (run_mode) {
     if (sum.killed_for_hang) return kExitHang;
+    if (sum.child_exit_code == kExitHang) {
+      // The job's own 3 passes through as it is (a wrapper's exit code is the job's); say whose
+      // it is, since run also exits 3 when it killed the job for a hang.
+      err << name
+          << "the job itself exited with code 3; no hang was acted on (a hang kill is logged as "
+             "hang_confirmed and kill events)\n";
+    }
     return sum.child_exit_code.value_or(kExitBadInput);
   }
   if (f.fail_on_hang && !sum.hangs.empty()) return kExitHang;

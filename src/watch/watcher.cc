@@ -245,8 +245,11 @@ void Watcher::ActOnHang(const json& j) {
 
 void Watcher::FinishEvidence(int64_t wait_ms) {
   if (!evidence_task_ || pending_hang_.is_null()) return;
+  // Take() never waits past the step's overall deadline, and once that has passed the hang is
+  // acted on without the evidence: a peer or a dump that outlasts every budget costs the report,
+  // never the kill.
   std::optional<evidence::EvidenceReport> r = evidence_task_->Take(wait_ms);
-  if (!r && wait_ms == 0) return;  // not yet: the next tick asks again
+  if (!r && !evidence_task_->Overdue()) return;  // not yet: the next tick asks again
   json j = std::move(pending_hang_);
   pending_hang_ = json();
   if (r) {
@@ -286,8 +289,10 @@ void Watcher::FinishEvidence(int64_t wait_ms) {
          << "\n";
     }
   } else {
-    spdlog::error("hang evidence did not finish in time: acting without it");
+    spdlog::error("hang evidence did not finish within its {:.0f} s cap: acting without it",
+                  static_cast<double>(o_.evidence->overall_deadline_ms) / 1000.0);
     j["evidence"] = {{"summary", "the evidence step did not finish in time"}};
+    metrics_.AddEvidenceOverdue();
   }
   evidence_task_.reset();
   ActOnHang(j);
@@ -490,12 +495,32 @@ Status Watcher::Run(std::atomic<int>* pending_signal) {
       if (o_.child && !o_.child->exited()) {
         spdlog::info("forwarding signal {} to the job (process group {})", sig, o_.child->pid());
         o_.child->SignalGroup(sig);
+        if (!forwarded_signal_) {
+          forwarded_at_ns_ = clock_->NowMonotonicNs();
+          forwarded_signo_ = sig;
+        }
         forwarded_signal_ = true;
         Event({{"event", "signal_forwarded"}, {"signal", sig}});
       } else {
         spdlog::info("signal {}: stopping", sig);
         stop = true;
       }
+    }
+    // A job that ignores the forwarded signal is not left running: SIGKILL after the grace the
+    // hang kill gives it (--kill-grace-s), as a scheduler's stop would.
+    if (o_.child && forwarded_signal_ && !forwarded_escalated_ && !summary_.child_exit_code &&
+        !o_.child->exited() &&
+        clock_->NowMonotonicNs() - forwarded_at_ns_ >=
+            static_cast<int64_t>(o_.kill.kill_grace_s * 1e9)) {
+      forwarded_escalated_ = true;
+      spdlog::warn(
+          "the job ignored signal {} for {:.0f} s (--kill-grace-s): SIGKILL to process group {}",
+          forwarded_signo_, o_.kill.kill_grace_s, o_.child->pid());
+      Event({{"event", "kill"},
+             {"signal", "SIGKILL"},
+             {"pgid", o_.child->pid()},
+             {"after_forwarded_signal", forwarded_signo_}});
+      o_.child->SignalGroup(SIGKILL);
     }
     if (o_.child && !summary_.child_exit_code) {
       if (auto rc = o_.child->Poll()) {
@@ -530,6 +555,9 @@ Status Watcher::Run(std::atomic<int>* pending_signal) {
     if (source_done_) {
       if (!o_.linger && !o_.child) break;
       sleep_until(clock_->NowMonotonicNs() + 100'000'000);
+      // A hang confirmed just before the source ended (a replay's last minutes) still gets its
+      // evidence and its kill: without this, run waited for a job nobody would kill.
+      FinishEvidence(0);
       Publish(Fresh());
       continue;
     }

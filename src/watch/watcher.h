@@ -158,6 +158,9 @@ class Watcher final : public triage::TriageObserver {
   bool source_done_ = false;
   bool failing_ = false;           // the source's last Next() failed (live)
   bool forwarded_signal_ = false;  // run: a signal was passed on to the job
+  int64_t forwarded_at_ns_ = 0;    // when the first one was (monotonic)
+  int forwarded_signo_ = 0;
+  bool forwarded_escalated_ = false;  // SIGKILL sent after --kill-grace-s of it being ignored
   HangDecision last_decision_;
   // Per GPU: the state last written to the events and the change waiting to be.
   std::map<GpuKey, StateDebounce> state_events_;

@@ -37,6 +37,8 @@ def parse_args():
     p.add_argument("--ready-file", required=True)
     p.add_argument("--protocol", type=int, default=4)
     p.add_argument("--entries", type=int, default=20, help="ring buffer size kept")
+    p.add_argument("--dump-bytes", default="",
+                   help="a hostile rank: answer the poke with this file's bytes as the dump")
     return p.parse_args()
 
 
@@ -114,7 +116,11 @@ def main():
         except BlockingIOError:
             data = b""
         if data:
-            blob = pickle.dumps(make_dump(), protocol=ARGS.protocol)
+            if ARGS.dump_bytes:
+                with open(ARGS.dump_bytes, "rb") as f:
+                    blob = f.read()
+            else:
+                blob = pickle.dumps(make_dump(), protocol=ARGS.protocol)
             # DebugInfoWriter::write streams into the file in place (no rename): write it in two
             # parts so a reader can catch it half-written.
             with open("%s%d" % (ARGS.dump_prefix, ARGS.rank), "wb") as out:

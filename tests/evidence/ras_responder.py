@@ -41,6 +41,10 @@ def parse_args():
     p.add_argument("--pid-base", type=int, default=4700)
     p.add_argument("--mode", choices=["stuck", "moving"], default="stuck")
     p.add_argument("--text-only", action="store_true")
+    # A hostile or broken peer on the RAS port: --raw-handshake-hex answers CLIENT PROTOCOL with
+    # these bytes (e.g. f50a: "\xf5\n"); --raw-status-file answers (VERBOSE) STATUS with a file.
+    p.add_argument("--raw-handshake-hex", default="")
+    p.add_argument("--raw-status-file", default="")
     return p.parse_args()
 
 
@@ -160,7 +164,9 @@ def serve(conn):
                 line, buf = buf.split(b"\n", 1)
                 cmd = line.decode(errors="replace").rstrip("\r")
                 low = cmd.lower()
-                if low.startswith("client protocol "):
+                if low.startswith("client protocol ") and ARGS.raw_handshake_hex:
+                    conn.sendall(bytes.fromhex(ARGS.raw_handshake_hex))
+                elif low.startswith("client protocol "):
                     conn.sendall(b"SERVER PROTOCOL 2\n")
                 elif low.startswith("timeout "):
                     v = cmd[len("timeout "):]
@@ -174,6 +180,10 @@ def serve(conn):
                         conn.sendall(b"OK\n")
                     else:
                         conn.sendall(("ERROR: Invalid format %s\n" % f).encode())
+                elif low in ("status", "verbose status") and ARGS.raw_status_file:
+                    with open(ARGS.raw_status_file, "rb") as f:
+                        conn.sendall(f.read())
+                    return
                 elif low in ("status", "verbose status"):
                     counts = counts_now()
                     body = report_json(counts) if fmt == "json" else report_text(counts)

@@ -80,8 +80,10 @@ class RasResponder {
 // <dump_prefix><r>, its folder created).
 class FakeRanks {
  public:
+  // hostile_rank/hostile_dump: that rank answers the poke with the file's bytes as its dump.
   FakeRanks(const std::string& dir, int world, int behind_rank, int last_seq = 10235,
-            const std::string& dump_prefix = "") {
+            const std::string& dump_prefix = "", int hostile_rank = -1,
+            const std::string& hostile_dump = "") {
     pipe_prefix_ = dir + "/fr_pipe_";
     dump_prefix_ = dump_prefix.empty() ? dir + "/fr_dump_" : dump_prefix;
     std::filesystem::create_directories(std::filesystem::path(dump_prefix_).parent_path());
@@ -95,6 +97,10 @@ class FakeRanks {
                                        "--last",        std::to_string(last_seq),
                                        "--ready-file",  ready};
       if (r == behind_rank) argv.push_back("--behind");
+      if (r == hostile_rank) {
+        argv.push_back("--dump-bytes");
+        argv.push_back(hostile_dump);
+      }
       children_.push_back(std::make_unique<Child>(argv));
       ready_files_.push_back(ready);
     }

@@ -358,6 +358,38 @@ TEST_F(WatchCliTest, RunForwardsSigterm) {
   EXPECT_EQ(Wait(pid, 30), 42) << Err();
 }
 
+// Issue 31 item 15: a job that ignores the forwarded SIGTERM is not left running; SIGKILL follows
+// after --kill-grace-s, as the hang kill does.
+TEST_F(WatchCliTest, RunEscalatesAnIgnoredForwardedSigtermToSigkill) {
+  const std::string ready = (dir_ / "trapped").string();
+  const pid_t pid =
+      Spawn({"run", "--source", "sim:healthy", "--speed", "1", "--listen", "none", "--kill-grace-s",
+             "1", "--events", (dir_ / "ev.jsonl").string(), "--", "sh", "-c",
+             "trap '' TERM; echo $$ > " + ready + "; while :; do sleep 0.1; done"});
+  ASSERT_GT(WaitForPidFile(ready), 0);
+  const auto sent = std::chrono::steady_clock::now();
+  kill(pid, SIGTERM);
+  const int rc = Wait(pid, 30);
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - sent).count();
+  std::printf("run, job ignoring the forwarded SIGTERM: exit %d after %.1f s\n", rc, s);
+  EXPECT_EQ(rc, 128 + SIGKILL) << Err();
+  EXPECT_LT(s, 10.0);
+  bool escalated = false;
+  for (const auto& e : ReadEvents(dir_ / "ev.jsonl")) {
+    escalated =
+        escalated || (e.value("event", "") == "kill" && e.contains("after_forwarded_signal"));
+  }
+  EXPECT_TRUE(escalated);
+}
+
+// Issue 31 item 15: the job's own exit 3 passes through, and run says whose 3 it is.
+TEST_F(WatchCliTest, RunSaysWhenExitThreeIsTheJobsOwn) {
+  EXPECT_EQ(Run({"run", "--source", "sim:healthy", "--speed", "100", "--listen", "none", "--", "sh",
+                 "-c", "exit 3"}),
+            3);
+  EXPECT_THAT(Err(), HasSubstr("the job itself exited with code 3; no hang was acted on"));
+}
+
 // Issue 19 item 3: a signal to `run` reaches every process of the job, not only its leader.
 TEST_F(WatchCliTest, RunForwardsSigtermToTheWholeProcessGroup) {
   const std::string p1 = (dir_ / "p1").string(), p2 = (dir_ / "p2").string();

@@ -6,6 +6,7 @@
 #include <chrono>
 
 #include "telemetry/ingest/dcgm_exporter.h"
+#include "telemetry/ingest/http_fetch.h"
 #include "telemetry/ingest/text.h"
 
 namespace ww::ingest {
@@ -30,10 +31,16 @@ class DcgmExporterLive final : public TelemetrySource {
 
   // One scrape into *out; false with *why when the exporter gave no DCGM readings.
   bool Scrape(std::vector<GpuSample>* out, std::string* why) {
-    auto res = client_.Get(path_);
-    if (!res) {
-      *why = fmt::format("dcgm-exporter at {} did not answer: {}", o_.url,
-                         httplib::to_string(res.error()));
+    HttpFetchLimits limits;
+    limits.total_timeout_ms = std::max<int64_t>(o_.call_deadline_ms, 1);
+    limits.max_body_bytes = o_.max_body_bytes;
+    Result<HttpFetched> res =
+        BoundedGet(client_, path_, {}, {}, limits, fmt::format("dcgm-exporter at {}", o_.url));
+    if (!res.ok()) {
+      *why = res.status().code() == StatusCode::kUnavailable
+                 ? fmt::format("dcgm-exporter at {} did not answer: {}", o_.url,
+                               res.status().message())
+                 : res.status().message();
       return false;
     }
     if (res->status != 200) {

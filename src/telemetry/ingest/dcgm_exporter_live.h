@@ -9,6 +9,8 @@
 // Ownership: the caller owns the source; it borrows the Clock. Thread-safety: one thread.
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -19,10 +21,11 @@
 namespace ww::ingest {
 
 struct DcgmExporterLiveOptions {
-  std::string url;         // http(s)://HOST:PORT[/PATH]; /metrics when no path
-  std::string hostname;    // the host name; empty: the Hostname label, else the URL's host
-  Clock* clock = nullptr;  // nullptr: SystemClock()
-  int64_t call_deadline_ms = 500;
+  std::string url;                 // http(s)://HOST:PORT[/PATH]; /metrics when no path
+  std::string hostname;            // the host name; empty: the Hostname label, else the URL's host
+  Clock* clock = nullptr;          // nullptr: SystemClock()
+  int64_t call_deadline_ms = 500;  // the whole scrape, connect to last byte
+  size_t max_body_bytes = size_t{256} << 20;  // after decompression (http_fetch.h)
 };
 
 // Scrapes once to learn the GPUs and the host; kUnavailable naming the URL and the error when

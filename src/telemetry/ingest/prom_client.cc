@@ -11,6 +11,7 @@
 #include "core/stats.h"
 #include "core/strings.h"
 #include "core/timefmt.h"
+#include "telemetry/ingest/http_fetch.h"
 #include "telemetry/ingest/prom_json.h"
 #include "telemetry/ingest/text.h"
 
@@ -50,6 +51,8 @@ class HttplibProm final : public PromHttp {
   HttplibProm(std::string url, const std::string& scheme_host_port, std::string prefix,
               const PromHttpOptions& options)
       : url_(std::move(url)), prefix_(std::move(prefix)), client_(scheme_host_port) {
+    limits_.total_timeout_ms = options.timeout_ms;
+    limits_.max_body_bytes = options.max_body_bytes;
     for (const auto& [k, v] : options.headers) headers_.emplace(k, v);
     const auto s = std::chrono::milliseconds(options.timeout_ms);
     client_.set_connection_timeout(
@@ -61,10 +64,13 @@ class HttplibProm final : public PromHttp {
   Result<HttpReply> Get(const std::string& path,
                         const std::multimap<std::string, std::string>& params) override {
     httplib::Params p(params.begin(), params.end());
-    auto res = client_.Get(prefix_ + path, p, headers_);
-    if (!res) {
-      return Status::Unavailable(
-          fmt::format("cannot reach Prometheus at {}: {}", url_, httplib::to_string(res.error())));
+    Result<HttpFetched> res = BoundedGet(client_, prefix_ + path, p, headers_, limits_,
+                                         fmt::format("Prometheus at {}", url_));
+    if (!res.ok()) {
+      if (res.status().code() == StatusCode::kUnavailable) {
+        return Status::Unavailable("cannot reach " + res.status().message());
+      }
+      return res.status();
     }
     return HttpReply{res->status, std::move(res->body)};
   }
@@ -74,6 +80,7 @@ class HttplibProm final : public PromHttp {
   std::string url_;
   std::string prefix_;
   httplib::Headers headers_;
+  HttpFetchLimits limits_;
   httplib::Client client_;
 };
 
@@ -82,6 +89,19 @@ std::string SecondsParam(int64_t ms) {
   return fmt::format("{}.{:03d}", ms / 1000, ms % 1000);
 }
 
+}  // namespace
+
+std::string PromStepParam(int64_t ms) {
+  // Prometheus takes a step as a duration of whole units ("15s", "500ms") or as float seconds
+  // ("0.5"); "0.500s" is neither and answers HTTP 400.
+  if (ms % 1000 == 0) return fmt::format("{}s", ms / 1000);
+  std::string s = fmt::format("{}.{:03d}", ms / 1000, ms % 1000);
+  while (s.back() == '0') s.pop_back();
+  return s;
+}
+
+namespace {
+
 // The server's own words for a failed request: {"status":"error","errorType":..,"error":..}.
 Status HttpError(const PromHttp& http, const std::string& what, const HttpReply& reply) {
   json j = json::parse(reply.body, nullptr, false);
@@ -89,12 +109,12 @@ Status HttpError(const PromHttp& http, const std::string& what, const HttpReply&
     const auto str = [&](const char* k) {
       return j.contains(k) && j[k].is_string() ? j[k].get<std::string>() : std::string("?");
     };
-    return Status::InvalidInput(fmt::format("Prometheus at {} refused {} (HTTP {}, {}): {}",
-                                            http.url(), what, reply.status,
-                                            ValidUtf8(str("errorType")), ValidUtf8(str("error"))));
+    return Status::InvalidInput(
+        fmt::format("Prometheus at {} refused {} (HTTP {}, {}): {}", http.url(), what, reply.status,
+                    EscapeForTerminal(str("errorType"), 100), EscapeForTerminal(str("error"))));
   }
   return Status::InvalidInput(fmt::format("Prometheus at {} refused {} (HTTP {}): {}", http.url(),
-                                          what, reply.status, Excerpt(reply.body, 200)));
+                                          what, reply.status, EscapeForTerminal(reply.body, 200)));
 }
 
 Result<json> GetJson(PromHttp& http, const std::string& path,
@@ -108,7 +128,18 @@ Result<json> GetJson(PromHttp& http, const std::string& path,
     return Status::InvalidInput(fmt::format("{}{}: {} answer is not JSON: '{}'", http.url(), path,
                                             what, Excerpt(reply->body, 100)));
   }
-  if (j.value("status", "") != "success") return HttpError(http, what, *reply);
+  const auto status = j.find("status");
+  if (status == j.end() || !status->is_string() || *status != "success") {
+    return HttpError(http, what, *reply);
+  }
+  // Every reader below indexes j["data"]: a peer's "data" of another type must not throw.
+  if (const auto data = j.find("data");
+      data != j.end() && !data->is_object() && !data->is_array()) {
+    return Status::InvalidInput(
+        fmt::format("{}{}: {} answer has a \"data\" that is neither an "
+                    "object nor a list",
+                    http.url(), path, what));
+  }
   return j;
 }
 
@@ -132,15 +163,17 @@ Result<int64_t> RawSpacingMs(PromHttp& http, const std::string& inner, int64_t a
                    "the scrape-interval query " + q);
   if (!j.ok()) return j.status();
   std::vector<double> medians;
-  const json& result = (*j)["data"]["result"];
-  if (!result.is_array()) return int64_t{0};
+  const json& data = (*j)["data"];
+  if (!data.is_object() || !data.contains("result") || !data["result"].is_array())
+    return int64_t{0};
+  const json& result = data["result"];
   for (const auto& series : result) {
     if (!series.contains("values") || !series["values"].is_array()) continue;
     const json& v = series["values"];
     std::vector<double> d;
     for (size_t i = 1; i < v.size(); ++i) {
-      if (!v[i].is_array() || !v[i - 1].is_array() || !v[i][0].is_number() ||
-          !v[i - 1][0].is_number())
+      if (!v[i].is_array() || !v[i - 1].is_array() || v[i].empty() || v[i - 1].empty() ||
+          !v[i][0].is_number() || !v[i - 1][0].is_number())
         continue;
       d.push_back(v[i][0].get<double>() * 1000 - v[i - 1][0].get<double>() * 1000);
     }
@@ -166,7 +199,9 @@ Status NoSeriesError(PromHttp& http, const PromRangeQuery& q, const std::string&
   if (j.ok() && (*j)["data"].is_array()) {
     for (const auto& n : (*j)["data"]) {
       if (!n.is_string()) continue;
-      if (++count <= 8) names += (names.empty() ? "" : ", ") + n.get<std::string>();
+      if (++count <= 8)
+        names +=
+            (names.empty() ? "" : ", ") + EscapeForTerminal(n.get_ref<const std::string&>(), 100);
     }
   }
   std::string have;
@@ -192,7 +227,7 @@ Status NoSeriesError(PromHttp& http, const PromRangeQuery& q, const std::string&
         }
       }
       have += fmt::format("; {} DCGM_FI_DEV_POWER_USAGE series, e.g. {{{}}}", (*s)["data"].size(),
-                          ValidUtf8(labels));
+                          EscapeForTerminal(labels, 300));
     }
   }
   return Status::InvalidInput(fmt::format("no DCGM series matched {} at {} between {} and {}; {}",
@@ -339,7 +374,9 @@ Result<PromFetched> FetchDcgmRange(PromHttp& http, const PromRangeQuery& q) {
       auto probe =
           GetJson(http, "/api/v1/query",
                   {{"query", "count(" + sel + ")"}, {"time", SecondsParam(q.end_ms)}}, "count");
-      if (probe.ok() && !(*probe)["data"]["result"].empty()) {
+      const json* probe_data = probe.ok() ? &(*probe)["data"] : nullptr;
+      if (probe_data != nullptr && probe_data->is_object() && probe_data->contains("result") &&
+          !(*probe_data)["result"].empty()) {
         return Status::InvalidInput(
             "cannot find the scrape interval (one sample per series); pass --step");
       }
@@ -354,7 +391,7 @@ Result<PromFetched> FetchDcgmRange(PromHttp& http, const PromRangeQuery& q) {
     auto reply = http.Get("/api/v1/query_range", {{"query", query},
                                                   {"start", SecondsParam(from)},
                                                   {"end", SecondsParam(to)},
-                                                  {"step", SecondsParam(step_ms) + "s"}});
+                                                  {"step", PromStepParam(step_ms)}});
     ++out.requests;
     if (!reply.ok()) return reply.status();
     if (reply->status != 200) return HttpError(http, "the query_range request", *reply);

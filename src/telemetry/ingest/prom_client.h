@@ -38,7 +38,8 @@ class PromHttp {
 
 struct PromHttpOptions {
   std::vector<std::pair<std::string, std::string>> headers;  // --prometheus-header
-  int64_t timeout_ms = 60000;
+  int64_t timeout_ms = 60000;  // each request's total deadline (connect to the body's last byte)
+  size_t max_body_bytes = size_t{256} << 20;  // after decompression (http_fetch.h)
 };
 
 // url: http(s)://host[:port][/path prefix]. InvalidInput for a URL that is not one.
@@ -56,6 +57,9 @@ Status ReadTokenFile(const std::string& path,
 Result<int64_t> ParsePromTimeMs(std::string_view text);
 // Prometheus durations ("15s", "1m30s", "500ms", "1h") or plain seconds ("15", "0.5").
 Result<int64_t> ParsePromDurationMs(std::string_view text);
+// A query_range step Prometheus accepts: "15s" for whole seconds, float seconds ("0.5", "1.25")
+// otherwise.
+std::string PromStepParam(int64_t ms);
 
 struct PromRangeQuery {
   int64_t start_ms = 0;

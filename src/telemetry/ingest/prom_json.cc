@@ -540,7 +540,10 @@ Status PromJsonDecoder::AddDocument(std::string_view doc, const std::string& whe
   }
   if (auto w = j.find("warnings"); w != j.end() && w->is_array()) {
     for (const auto& s : *w) {
-      if (s.is_string()) warnings_.Add("server warning (partial data?)", s.get<std::string>());
+      if (s.is_string()) {
+        warnings_.Add("server warning (partial data?)",
+                      EscapeForTerminal(s.get_ref<const std::string&>(), 300));
+      }
     }
   }
   const std::string status = j["status"].get<std::string>();
@@ -549,9 +552,9 @@ Status PromJsonDecoder::AddDocument(std::string_view doc, const std::string& whe
       auto it = j.find(k);
       return it != j.end() && it->is_string() ? it->get<std::string>() : std::string("?");
     };
-    return Status::InvalidInput(fmt::format("{}: Prometheus answered status \"{}\" ({}): {}", at,
-                                            ValidUtf8(status), ValidUtf8(str("errorType")),
-                                            ValidUtf8(str("error"))));
+    return Status::InvalidInput(fmt::format(
+        "{}: Prometheus answered status \"{}\" ({}): {}", at, EscapeForTerminal(status, 100),
+        EscapeForTerminal(str("errorType"), 100), EscapeForTerminal(str("error"))));
   }
   auto data = j.find("data");
   if (data == j.end() || !data->is_object()) {

@@ -132,6 +132,34 @@ std::string Excerpt(std::string_view line, size_t max_chars) {
   return out;
 }
 
+std::string EscapeForTerminal(std::string_view text, size_t max_chars) {
+  const std::string valid = ValidUtf8(text.substr(0, max_chars));
+  std::string out;
+  out.reserve(valid.size());
+  for (size_t i = 0; i < valid.size(); ++i) {
+    const auto c = static_cast<unsigned char>(valid[i]);
+    if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\r') {
+      out += "\\r";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else if (c < 0x20 || c == 0x7f) {
+      out += fmt::format("\\x{:02x}", c);
+    } else if (c == 0xC2 && i + 1 < valid.size() &&
+               static_cast<unsigned char>(valid[i + 1]) >= 0x80 &&
+               static_cast<unsigned char>(valid[i + 1]) <= 0x9f) {
+      // U+0080..U+009F: C1 controls (0x9b is CSI on terminals that take 8-bit controls).
+      out += fmt::format("\\u{:04x}", static_cast<unsigned char>(valid[i + 1]));
+      ++i;
+    } else {
+      out.push_back(static_cast<char>(c));
+    }
+  }
+  if (text.size() > max_chars) out += "...";
+  return out;
+}
+
 void Warnings::Add(const std::string& kind, std::string message) {
   auto& w = by_kind_[kind];
   if (w.count++ < 3) w.examples.push_back(std::move(message));

@@ -30,6 +30,11 @@ std::vector<std::string_view> SplitWhitespace(std::string_view s);
 // '?', valid UTF-8.
 std::string Excerpt(std::string_view line, size_t max_chars = 80);
 
+// A peer's text for the operator's terminal (a Prometheus error, a server warning): valid UTF-8,
+// at most max_chars bytes, and every control character (C0, DEL, C1: newlines, ESC sequences
+// that would move the cursor or recolor the terminal) written as an escape: "\n", "\x1b".
+std::string EscapeForTerminal(std::string_view text, size_t max_chars = 500);
+
 // For a row with more fields than its header: " (values like '123,45' ...)" when a comma sits
 // between two digits, as a decimal-comma locale (de_DE, fr_FR) writes numbers, which shifts every
 // column after it; "" otherwise. nvidia-smi separates fields with ", ", never a bare comma.
