@@ -82,6 +82,17 @@ TEST(HostileTokenizer, SequenceNested40000DeepIsRefusedNotACrash) {
   const CliRun p = Wattwatch("tokenize --tokenizer " + pre + " " + in);
   EXPECT_EQ(p.exit_code, 2) << p.out;
   EXPECT_THAT(p.out, HasSubstr("nested deeper than 128 levels"));
+
+  // The gate loads the same file for a text-jsonl corpus.
+  dir.Write("t.jsonl", Repeat("{\"text\": \"ab ab\"}\n", 8));
+  const std::string spec =
+      dir.Write("job.yaml",
+                "world_size: 2\nmicro_batch_size: 1\ngrad_accum: 1\nseq_len: 16\n"
+                "data: {format: text-jsonl, paths: [t.jsonl], tokenizer: deep.json}\n");
+  const CliRun g = Wattwatch("gate " + spec);
+  EXPECT_EQ(g.exit_code, 2) << g.out;
+  EXPECT_THAT(g.out, HasSubstr("data.tokenizer: "));
+  EXPECT_THAT(g.out, HasSubstr("deep.json: JSON nested deeper than 128 levels"));
 }
 
 TEST(HostileTokenizer, ReplaceChainThatMultipliesTextIsRefusedAtLoad) {
