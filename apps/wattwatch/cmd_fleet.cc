@@ -10,6 +10,7 @@
 #include "core/exit_codes.h"
 #include "core/signals.h"
 #include "fleet/fleet_service.h"
+#include "output_flags.h"
 #include "telemetry/ingest/prom_client.h"
 #include "watch/startup_checks.h"
 
@@ -34,9 +35,19 @@ struct FleetFlags {
   std::string hook;
   std::vector<std::string> hook_args;
   std::string log_level = "info";
+  bool force = false;
 };
 
 int RunFleet(FleetFlags f) {
+  // The same no-overwrite rule as every command: --ready-file truncates, --events appends, and
+  // neither may land on a telemetry log or on the token file.
+  if (!OutputsAllowed("fleet",
+                      f.token_file.empty() ? std::vector<std::string>{}
+                                           : std::vector<std::string>{f.token_file},
+                      {{"--events", f.options.events_path}, {"--ready-file", f.options.ready_file}},
+                      f.force)) {
+    return kExitBadInput;
+  }
   auto logger = spdlog::stderr_color_mt("fleet");
   logger->set_pattern("%Y-%m-%dT%H:%M:%S.%e wattwatch %^%l%$: %v");
   spdlog::set_default_logger(logger);
@@ -180,6 +191,7 @@ void AddFleetCommand(CLI::App& app, int* exit_code) {
                   "answers, with --end; the first cycle reads --lookback-s before it");
   cmd->add_option("--end", ff->end, "end of the replay (RFC 3339 or Unix s)");
   cmd->add_flag("--once", o->once, "run one cycle and exit");
+  AddForceFlag(cmd, &ff->force);
   cmd->add_flag("--json", o->json,
                 "print a JSON summary on stdout at exit: every job's verdict, reasons and totals, "
                 "and each cycle's query and evaluation time");

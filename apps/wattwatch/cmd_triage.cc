@@ -116,7 +116,9 @@ bool TriageOutputsAllowed(const TriageFlags& f) {
                  "the labels to a file (--labels labels.csv) or the JSON to one (--json-out)\n";
     return false;
   }
-  return OutputsAllowed("triage", f.files,
+  std::vector<std::string> inputs = f.files;
+  if (!f.prometheus_token_file.empty()) inputs.push_back(f.prometheus_token_file);
+  return OutputsAllowed("triage", inputs,
                         {{"--json-out", f.json_out}, {"--labels", f.labels}, {"--html", f.html}},
                         f.force);
 }

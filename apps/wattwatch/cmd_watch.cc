@@ -26,7 +26,13 @@ struct WatchFlags {
 // The files watch/run write, against the logs a replay source reads.
 bool WatchOutputsAllowed(const WatchFlags& f, bool run_mode) {
   const watch::WatchCommandOptions& o = f.options;
-  return OutputsAllowed(run_mode ? "run" : "watch", ReplaySourceFiles(o.source),
+  // Inputs: the replayed logs, and the files the probes and the server read (an --events over
+  // the training log would append to it).
+  std::vector<std::string> inputs = ReplaySourceFiles(o.source);
+  for (const std::string* in : {&o.progress_log, &o.heartbeat, &o.state_token_file}) {
+    if (!in->empty()) inputs.push_back(*in);
+  }
+  return OutputsAllowed(run_mode ? "run" : "watch", inputs,
                         {{"--events", o.watch.events_path},
                          {"--ready-file", o.watch.ready_file},
                          {"--diag-output", o.watch.kill.diag_output}},

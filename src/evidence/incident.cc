@@ -9,13 +9,18 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <tuple>
 
+#include "core/env.h"
 #include "core/timefmt.h"
 
 namespace ww::evidence {
 namespace {
 
 namespace fs = std::filesystem;
+
+// An evidence.json is a few kB (summary, culprits, notes): 64 MiB is far past any real one.
+constexpr uint64_t kMaxEvidenceJsonBytes = uint64_t{64} << 20;
 
 Status WriteText(const fs::path& path, const std::string& text) {
   std::error_code ec;
@@ -186,38 +191,84 @@ Result<std::string> WriteIncidentFolder(const std::string& root, const HangConte
 }
 
 Result<std::string> IncidentSummary(const std::string& dir, bool as_json) {
-  const fs::path path = fs::path(dir) / "evidence.json";
-  std::ifstream in(path);
-  if (!in) {
-    return Status::NotFound(fmt::format("{}: no evidence.json (not an incident folder?)", dir));
+  const std::string path = (fs::path(dir) / "evidence.json").string();
+  // Through Env: a regular file of bounded size only, so a FIFO named evidence.json is refused
+  // without waiting for a writer and a symlink to /dev/zero without reading it forever.
+  auto text = DefaultEnv()->ReadFileToString(path, kMaxEvidenceJsonBytes);
+  if (!text.ok()) {
+    if (text.status().code() == StatusCode::kNotFound) {
+      return Status::NotFound(fmt::format("{}: no evidence.json (not an incident folder?)", dir));
+    }
+    return Status::InvalidInput(text.status().message());
   }
-  std::stringstream ss;
-  ss << in.rdbuf();
-  nlohmann::json j = nlohmann::json::parse(ss.str(), nullptr, false);
+  nlohmann::json j = nlohmann::json::parse(*text, nullptr, false);
   if (j.is_discarded() || !j.is_object()) {
-    return Status::InvalidInput(fmt::format("{}: not valid JSON", path.string()));
+    return Status::InvalidInput(fmt::format("{}: not valid JSON", path));
   }
   if (as_json) return j.dump(2) + "\n";
+  // Every field is checked for its type before use (a wrong type is a message, never an abort);
+  // the two that every wattwatch incident has are required.
+  auto bad_type = [&](const std::string& key, const char* want) {
+    return Status::InvalidInput(
+        fmt::format("{}: '{}' is not {} (not an evidence.json written by wattwatch, or damaged)",
+                    path, key, want));
+  };
+  for (const auto& [key, is_type, want] :
+       {std::tuple{"summary", &nlohmann::json::is_string, "a string"},
+        std::tuple{"context", &nlohmann::json::is_object, "an object"}}) {
+    if (!j.contains(key)) {
+      return Status::InvalidInput(fmt::format(
+          "{}: no '{}' (not an evidence.json written by wattwatch, or damaged)", path, key));
+    }
+    if (!(j[key].*is_type)()) return bad_type(key, want);
+  }
+  const nlohmann::json& ctx = j["context"];
+  auto str = [&](const nlohmann::json& obj, const char* key, const std::string& where,
+                 std::string* out) -> Status {
+    out->clear();
+    auto it = obj.find(key);
+    if (it == obj.end() || it->is_null()) return Status::Ok();
+    if (!it->is_string()) return bad_type(where + key, "a string");
+    *out = it->get<std::string>();
+    return Status::Ok();
+  };
+  std::string job, when, what, actions, summary;
+  WW_RETURN_IF_ERROR(str(ctx, "job", "context.", &job));
+  WW_RETURN_IF_ERROR(str(ctx, "confirmed_utc", "context.", &when));
+  WW_RETURN_IF_ERROR(str(ctx, "hang_reason", "context.", &what));
+  WW_RETURN_IF_ERROR(str(ctx, "actions", "context.", &actions));
+  WW_RETURN_IF_ERROR(str(j, "summary", "", &summary));
+  double elapsed_s = 0;
+  if (auto it = j.find("elapsed_s"); it != j.end() && !it->is_null()) {
+    if (!it->is_number()) return bad_type("elapsed_s", "a number");
+    elapsed_s = it->get<double>();
+  }
   std::string out;
-  const nlohmann::json ctx = j.value("context", nlohmann::json::object());
   out += fmt::format("incident {}\n", dir);
-  out += fmt::format("job:      {}\n", ctx.value("job", ""));
-  out += fmt::format("when:     {}\n", ctx.value("confirmed_utc", ""));
-  out += fmt::format("what:     {}\n", ctx.value("hang_reason", ""));
-  out += fmt::format("{}\n", j.value("summary", ""));
-  if (j.contains("culprits") && j["culprits"].is_array()) {
-    for (const auto& k : j["culprits"]) {
-      out += fmt::format("  - [{}] {}\n", k.value("source", ""), k.value("reason", ""));
+  out += fmt::format("job:      {}\n", job);
+  out += fmt::format("when:     {}\n", when);
+  out += fmt::format("what:     {}\n", what);
+  out += fmt::format("{}\n", summary);
+  if (auto it = j.find("culprits"); it != j.end() && !it->is_null()) {
+    if (!it->is_array()) return bad_type("culprits", "a list");
+    for (size_t i = 0; i < it->size(); ++i) {
+      const nlohmann::json& k = (*it)[i];
+      const std::string where = fmt::format("culprits[{}].", i);
+      if (!k.is_object()) return bad_type(fmt::format("culprits[{}]", i), "an object");
+      std::string source, reason;
+      WW_RETURN_IF_ERROR(str(k, "source", where, &source));
+      WW_RETURN_IF_ERROR(str(k, "reason", where, &reason));
+      out += fmt::format("  - [{}] {}\n", source, reason);
     }
   }
-  if (j.contains("notes") && j["notes"].is_array()) {
-    for (const auto& n : j["notes"]) {
+  if (auto it = j.find("notes"); it != j.end() && !it->is_null()) {
+    if (!it->is_array()) return bad_type("notes", "a list");
+    for (const auto& n : *it) {
       if (n.is_string()) out += fmt::format("  note: {}\n", n.get<std::string>());
     }
   }
-  out += fmt::format("done:     {}\n", ctx.value("actions", ""));
-  out += fmt::format("evidence step: {:.2f} s; details in {}/INCIDENT.md\n",
-                     j.value("elapsed_s", 0.0), dir);
+  out += fmt::format("done:     {}\n", actions);
+  out += fmt::format("evidence step: {:.2f} s; details in {}/INCIDENT.md\n", elapsed_s, dir);
   return out;
 }
 

@@ -4,6 +4,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -11,6 +12,8 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "core/strings.h"
 
@@ -58,6 +61,7 @@ class SpecParser {
                         uint64_t max_value) const {
     if (!node.IsScalar()) return Error(node, key, "expected a number");
     const std::string& s = node.Scalar();
+    WW_RETURN_IF_ERROR(NoLeadingZero(node, key));
     double v = 0;
     char* end = nullptr;
     errno = 0;
@@ -77,12 +81,36 @@ class SpecParser {
   Result<double> Positive(const YAML::Node& node, std::string_view key) const {
     if (!node.IsScalar()) return Error(node, key, "expected a number");
     const std::string& s = node.Scalar();
+    WW_RETURN_IF_ERROR(NoLeadingZero(node, key));
     char* end = nullptr;
     const double v = std::strtod(s.c_str(), &end);
     if (s.empty() || end != s.c_str() + s.size() || !std::isfinite(v) || v <= 0) {
       return Error(node, key, fmt::format("'{}' is not a positive number", s));
     }
     return v;
+  }
+
+  // PyYAML (YAML 1.1), which the training script reads the same file with, takes a plain `010`
+  // as octal 8 and `08` as a string, where a plain reading gives 10 and 8: refused, so the gate
+  // never checks a different number than the one training uses.
+  Status NoLeadingZero(const YAML::Node& node, std::string_view key) const {
+    const std::string& s = node.Scalar();
+    const size_t digits = s.find_first_not_of("+-");
+    if (node.Tag() == "!" || digits == std::string::npos || digits + 1 >= s.size() ||
+        s[digits] != '0' || !std::isdigit(static_cast<unsigned char>(s[digits + 1]))) {
+      return Status::Ok();
+    }
+    const bool octal = s.find_first_not_of("01234567_", digits) == std::string::npos;
+    return Error(node, key,
+                 octal ? fmt::format("'{}' has a leading zero: PyYAML (YAML 1.1, what the training "
+                                     "script reads) takes it as octal {}; write {} or drop the "
+                                     "zero",
+                                     s, std::strtoll(s.c_str(), nullptr, 8),
+                                     std::strtoll(s.c_str(), nullptr, 8))
+                       : fmt::format("'{}' has a leading zero: PyYAML (YAML 1.1, what the training "
+                                     "script reads) takes it as a string, not a number; drop "
+                                     "the zero",
+                                     s));
   }
 
   Result<std::string> String(const YAML::Node& node, std::string_view key) const {
@@ -138,6 +166,43 @@ class SpecParser {
   std::string base_dir_;
 };
 
+// Bounds on a job spec (docs/gate.md): ranks (world_size, nodes x gpus_per_node, tp, pp, cp),
+// the nodes a YAML file may expand to through anchors and aliases, and its nesting.
+constexpr uint64_t kMaxWorldSize = uint64_t{1} << 17;
+constexpr size_t kMaxSpecNodes = 200000;
+constexpr size_t kMaxSpecDepth = 64;
+
+// Anchors and aliases let 600 bytes stand for a billion nodes (nine lists of nine aliases to the
+// list before): yaml-cpp shares them, but every walk over the tree pays for the expansion. Walked
+// once here, iteratively, with a budget: a job spec has a few dozen nodes.
+Status CheckExpandedSize(const YAML::Node& root, const std::string& file) {
+  size_t visited = 0;
+  std::vector<std::pair<YAML::Node, size_t>> stack{{root, 0}};
+  while (!stack.empty()) {
+    auto [node, depth] = stack.back();
+    stack.pop_back();
+    if (++visited > kMaxSpecNodes) {
+      return Status::InvalidInput(fmt::format(
+          "{}: the YAML expands to more than {} nodes (anchors and aliases repeating a subtree: "
+          "an alias bomb?); a job spec has a few dozen",
+          file, kMaxSpecNodes));
+    }
+    if (depth > kMaxSpecDepth) {
+      return Status::InvalidInput(fmt::format("{}:{}: the YAML nests deeper than {} levels", file,
+                                              node.Mark().line + 1, kMaxSpecDepth));
+    }
+    if (node.IsMap()) {
+      for (const auto& kv : node) {
+        stack.emplace_back(kv.first, depth + 1);
+        stack.emplace_back(kv.second, depth + 1);
+      }
+    } else if (node.IsSequence()) {
+      for (const auto& child : node) stack.emplace_back(child, depth + 1);
+    }
+  }
+  return Status::Ok();
+}
+
 // yaml-cpp keeps the first of two equal keys in a mapping; PyYAML, which the training script
 // reads the same file with, keeps the last. Rather than gate a different job than the one that
 // runs, refuse the file, naming both lines. Keys deeper than the spec goes are not looked at.
@@ -185,18 +250,29 @@ Result<JobSpec> ParseRoot(const YAML::Node& root, const SpecParser& p) {
        "global_batch_size", "seq_len", "epochs", "max_steps", "data", "sharding", "packing",
        "packing_scope", "drop_last", "model", "checkpoint", "nodes_env", "env_allowlist"}));
   constexpr uint64_t kMaxInt = 1u << 30;
-  if (auto n = root["world_size"]) WW_ASSIGN(spec.world_size, p.Uint(n, "world_size", 1, kMaxInt));
-  if (auto n = root["nodes"]) WW_ASSIGN(spec.nodes, p.Uint(n, "nodes", 1, kMaxInt));
+  // Ranks: the plan and its per-rank table hold a row per data-parallel rank (about 1.7 KB
+  // each), so the range is what a gate runs in seconds: 2^17 ranks take 2.3 s and 230 MB, 2^20
+  // took 20 s and 1.7 GB. 131072 is above the largest jobs run; tp*pp*cp cannot overflow.
+  if (auto n = root["world_size"])
+    WW_ASSIGN(spec.world_size, p.Uint(n, "world_size", 1, kMaxWorldSize));
+  if (auto n = root["nodes"]) WW_ASSIGN(spec.nodes, p.Uint(n, "nodes", 1, kMaxWorldSize));
   if (auto n = root["gpus_per_node"])
     WW_ASSIGN(spec.gpus_per_node, p.Uint(n, "gpus_per_node", 1, 1024));
   if (!spec.world_size && !(spec.nodes && spec.gpus_per_node)) {
     return p.Error(root, "world_size", "missing: give world_size, or nodes and gpus_per_node");
   }
+  if (spec.nodes && spec.gpus_per_node &&
+      uint64_t{*spec.nodes} * *spec.gpus_per_node > kMaxWorldSize) {
+    return p.Error(root["nodes"], "nodes",
+                   fmt::format("nodes {} x gpus_per_node {} = {} ranks is out of range (1..{})",
+                               *spec.nodes, *spec.gpus_per_node,
+                               uint64_t{*spec.nodes} * *spec.gpus_per_node, kMaxWorldSize));
+  }
   if (auto par = root["parallel"]) {
     WW_RETURN_IF_ERROR(p.CheckKeys(par, "parallel", {"tp", "pp", "cp"}));
-    if (auto n = par["tp"]) WW_ASSIGN(spec.tp, p.Uint(n, "parallel.tp", 1, kMaxInt));
-    if (auto n = par["pp"]) WW_ASSIGN(spec.pp, p.Uint(n, "parallel.pp", 1, kMaxInt));
-    if (auto n = par["cp"]) WW_ASSIGN(spec.cp, p.Uint(n, "parallel.cp", 1, kMaxInt));
+    if (auto n = par["tp"]) WW_ASSIGN(spec.tp, p.Uint(n, "parallel.tp", 1, kMaxWorldSize));
+    if (auto n = par["pp"]) WW_ASSIGN(spec.pp, p.Uint(n, "parallel.pp", 1, kMaxWorldSize));
+    if (auto n = par["cp"]) WW_ASSIGN(spec.cp, p.Uint(n, "parallel.cp", 1, kMaxWorldSize));
   }
   auto required = [&](const char* key) -> Result<YAML::Node> {
     YAML::Node n = root[key];
@@ -304,10 +380,20 @@ uint32_t JobSpec::World() const {
 Result<JobSpec> ParseJobSpec(const std::string& yaml_text, const std::string& spec_path) {
   SpecParser parser(spec_path);
   try {
-    YAML::Node root = YAML::Load(yaml_text);
+    const std::vector<YAML::Node> docs = YAML::LoadAll(yaml_text);
+    if (docs.size() > 1) {
+      // yaml-cpp's Load takes the first and drops the rest; PyYAML's safe_load refuses them.
+      const int line = docs[1].Mark().line + 1;
+      return Status::InvalidInput(fmt::format(
+          "{}{}: more than one YAML document (a second '---'): PyYAML's safe_load, which reads "
+          "the training config, refuses this; keep one document per job spec",
+          spec_path, line > 0 ? fmt::format(":{}", line) : std::string()));
+    }
+    YAML::Node root = docs.empty() ? YAML::Node() : docs[0];
     if (!root.IsMap())
       return Status::InvalidInput(
           fmt::format("{}: expected a YAML mapping of keys at the top level", spec_path));
+    WW_RETURN_IF_ERROR(CheckExpandedSize(root, spec_path));
     WW_RETURN_IF_ERROR(CheckDuplicateKeys(root, "", spec_path));
     return ParseRoot(root, parser);
   } catch (const YAML::Exception& e) {

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
@@ -101,6 +102,14 @@ class PcreRegex {
 namespace {
 
 using json = nlohmann::json;
+
+// Bounds on hostile files, checked at load (docs/tokenizer.md): the JSON outside model.vocab and
+// model.merges may nest at most kMaxJsonDepth levels (Sequences inside Sequences recurse, 40,000
+// of them overflow the stack), and the Replace normalizers together may make text at most
+// kMaxNormalizerGrowth times longer (20 chained Replace "a" -> "aaaaaaaa" turn 16 bytes into
+// 18 EB).
+constexpr size_t kMaxJsonDepth = 128;
+constexpr double kMaxNormalizerGrowth = 1024;
 
 // GPT-2's pre-tokenizer regex, used by ByteLevel when use_regex is true.
 constexpr const char* kGpt2Pattern =
@@ -205,6 +214,9 @@ std::string OnigToPcre(const std::string& pattern) {
   }
   return out;
 }
+
+// At most 40 bytes of a string from the file, for a message (may cut a UTF-8 sequence).
+std::string Clip(const std::string& s) { return s.size() <= 40 ? s : s.substr(0, 40) + "..."; }
 
 Status Unsupported(const std::string& source, const std::string& what) {
   return Status::InvalidInput(fmt::format("{}: {} is not supported", source, what));
@@ -330,6 +342,9 @@ Result<std::unique_ptr<HfBpeTokenizer>> HfBpeTokenizer::FromJsonText(std::string
   // The vocabulary and merges are decoded by the fast scanner; the rest goes through the DOM.
   auto big = tokjson::SplitBigMembers(json_text, source);
   if (!big.ok()) return big.status();
+  // Before the DOM parse and the recursive walks below: the rest is small, the two big members
+  // are flat and parsed by the scanner.
+  WW_RETURN_IF_ERROR(tokjson::CheckNestingDepth(big->rest, kMaxJsonDepth, source));
   json root;
   try {
     root = json::parse(big->rest);
@@ -381,6 +396,11 @@ Result<std::unique_ptr<HfBpeTokenizer>> HfBpeTokenizer::FromJsonText(std::string
     }
 
     // --- normalizer
+    // The worst-case factor by which the Replace steps so far can lengthen text: a literal
+    // replaced by a longer content multiplies by their ratio; a regex (which may match empty,
+    // inserting content before every character) by content + 1 bytes per byte.
+    double growth = 1;
+    int norm_index = 0;
     std::function<Status(const json&)> add_norm = [&](const json& n) -> Status {
       const std::string type = TypeOf(n);
       NormStep step;
@@ -416,10 +436,24 @@ Result<std::unique_ptr<HfBpeTokenizer>> HfBpeTokenizer::FromJsonText(std::string
           if (!r.ok()) return r.status();
           step.regex = r.value();
         }
+        const double factor =
+            step.regex ? static_cast<double>(step.text.size()) + 1
+                       : std::max(1.0, std::ceil(static_cast<double>(step.text.size()) /
+                                                 static_cast<double>(step.literal.size())));
+        growth *= factor;
+        if (growth > kMaxNormalizerGrowth) {
+          return Status::InvalidInput(fmt::format(
+              "{}: normalizer {} (Replace '{}' -> '{}'): the Replace normalizers together can "
+              "make text up to {:.3g} times longer; more than {:g} times is refused (a chain "
+              "that multiplies text, not a tokenizer)",
+              source, norm_index, Clip(step.regex ? "<regex>" : step.literal), Clip(step.text),
+              growth, kMaxNormalizerGrowth));
+        }
       } else {
         return Unsupported(source, "normalizer '" + type + "'");
       }
       desc_parts.push_back(type);
+      ++norm_index;
       t->normalizers_.push_back(std::move(step));
       return Status::Ok();
     };

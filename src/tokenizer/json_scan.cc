@@ -286,6 +286,33 @@ Result<BigMembers> SplitBigMembers(std::string_view text, const std::string& sou
   return out;
 }
 
+Status CheckNestingDepth(std::string_view text, size_t max_depth, const std::string& source) {
+  size_t depth = 0;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c == '"') {
+      // Skip the string: to the next quote not escaped by an odd run of backslashes.
+      for (++i; i < text.size(); ++i) {
+        if (text[i] == '\\') {
+          ++i;
+        } else if (text[i] == '"') {
+          break;
+        }
+      }
+    } else if (c == '{' || c == '[') {
+      if (++depth > max_depth) {
+        return Status::InvalidInput(
+            fmt::format("{}: JSON nested deeper than {} levels at byte {} (a tokenizer.json "
+                        "nests a few; this is a malformed or hostile file)",
+                        source, max_depth, i));
+      }
+    } else if ((c == '}' || c == ']') && depth > 0) {
+      --depth;
+    }
+  }
+  return Status::Ok();
+}
+
 Status ParseVocab(std::string_view object, const std::string& source,
                   const std::function<void(const std::string& token, uint64_t id)>& on_entry) {
   Scanner sc(object, source + " (model.vocab)", 0);

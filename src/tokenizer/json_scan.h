@@ -36,4 +36,11 @@ Status ParseMerges(std::string_view array, const std::string& source,
                    const std::function<Status(size_t rank, const std::string& a,
                                               const std::string& b, bool pair_form)>& on_merge);
 
+// Ok when no object or array in `text` is nested deeper than max_depth levels (strings are
+// skipped, so brackets inside them do not count); else InvalidInput naming `source` and the byte
+// where the limit is crossed. Iterative: a hostile file 40,000 levels deep costs one pass, and
+// everything built from the document afterwards (the DOM, the normalizer and pre-tokenizer
+// Sequences, which recurse) stays within max_depth.
+Status CheckNestingDepth(std::string_view text, size_t max_depth, const std::string& source);
+
 }  // namespace ww::tokjson

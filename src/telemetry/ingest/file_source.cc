@@ -29,6 +29,9 @@ Status FileSource::Next(std::vector<GpuSample>* out) {
   }
   finished_ = true;
   if (reader_->nul_tail_bytes() > 0) Skip("NUL bytes at the end skipped", reader_->NulTailNote());
+  if (!reader_->truncated_note().empty()) {
+    Skip("truncated compressed stream", reader_->truncated_note());
+  }
   const double limit = std::max<double>(static_cast<double>(limits_.max_bad_floor),
                                         limits_.max_bad_fraction * static_cast<double>(records_));
   if (static_cast<double>(bad_) > limit) {

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "core/env.h"
 #include "core/stats.h"
 #include "core/strings.h"
 #include "core/timefmt.h"
@@ -269,12 +270,16 @@ Status ParseHeaderFlag(std::string_view flag,
 
 Status ReadTokenFile(const std::string& path,
                      std::vector<std::pair<std::string, std::string>>* out) {
-  std::ifstream in(path);
-  std::string token;
-  if (!in || !std::getline(in, token)) {
-    return Status::InvalidInput(fmt::format("--prometheus-token-file {}: cannot read", path));
+  // Through Env: a regular file of at most 64 KiB, so /dev/zero or a FIFO is refused at once
+  // instead of read forever.
+  constexpr uint64_t kMaxTokenFileBytes = 64 << 10;
+  auto text = DefaultEnv()->ReadFileToString(path, kMaxTokenFileBytes);
+  if (!text.ok()) {
+    // The message starts with the path.
+    return Status::InvalidInput("--prometheus-token-file " + text.status().message());
   }
-  token = std::string(TrimSpace(token));
+  const std::string_view all = *text;
+  std::string token(TrimSpace(all.substr(0, all.find('\n'))));
   if (token.empty()) {
     return Status::InvalidInput(fmt::format("--prometheus-token-file {}: empty", path));
   }

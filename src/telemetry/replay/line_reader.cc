@@ -2,12 +2,16 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
 #include <zstd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
+#include <mutex>
+#include <set>
 
 namespace ww {
 namespace {
@@ -78,6 +82,25 @@ const char* Utf16Kind(const unsigned char* b, size_t n) {
   return "";
 }
 
+const char* FileKind(mode_t mode) {
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISSOCK(mode)) return "a socket";
+  return "not a regular file";
+}
+
+// Prints the truncation warning once per path: the nvidia-smi reader has no place for it in its
+// own warnings, and a cut-off file must never be read silently.
+void WarnTruncatedOnce(const std::string& path, const std::string& note) {
+  static std::mutex mu;
+  static std::set<std::string> warned;
+  std::lock_guard<std::mutex> lock(mu);
+  if (!warned.insert(path).second) return;
+  std::fprintf(stderr, "wattwatch: warning: %s: %s\n", path.c_str(), note.c_str());
+}
+
 }  // namespace
 
 const char* CompressionName(Compression c) {
@@ -114,10 +137,27 @@ Result<std::unique_ptr<LineReader>> LineReader::Open(const std::string& path,
   if (path == "-") {
     return std::unique_ptr<LineReader>(new LineReader("<stdin>", -1, max_line_bytes, true));
   }
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: opening a FIFO without a writer would otherwise wait forever; it is cleared
+  // once the file is known to be a regular one.
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
     return Status::NotFound(fmt::format("{}: cannot open: {}", path, std::strerror(errno)));
   }
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    const int err = errno;
+    ::close(fd);
+    return Status::IoError(fmt::format("{}: fstat failed: {}", path, std::strerror(err)));
+  }
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return Status::InvalidInput(fmt::format(
+        "{}: not a regular file ({}); give a log file, or stream it on standard input as '-' "
+        "(e.g. `wattwatch triage - < {}`)",
+        path, FileKind(st.st_mode), path));
+  }
+  const int flags = ::fcntl(fd, F_GETFL);
+  if (flags >= 0) ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
   ::posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
   return std::unique_ptr<LineReader>(new LineReader(path, fd, max_line_bytes, false));
 }
@@ -221,10 +261,20 @@ Result<size_t> LineReader::ReadText(char* dst, size_t cap) {
       if (*n == 0) d.in_eof = true;
     }
     if (d.in_begin == d.in_end && d.in_eof) {
-      if (!d.stream_ended) {
-        return Status::InvalidInput(fmt::format("{}:{}: {} stream cut off (the file is truncated)",
-                                                path_, line_number_ + 1,
-                                                CompressionName(compression_)));
+      if (!d.stream_ended && bytes_read_ == 0 && end_ == begin_) {
+        // Cut before anything decoded (zstd decodes whole blocks of up to 128 KiB).
+        return Status::InvalidInput(fmt::format(
+            "{}: {} stream cut off before its first block ended: nothing to read (the file is "
+            "truncated)",
+            path_, CompressionName(compression_)));
+      }
+      if (!d.stream_ended && truncated_note_.empty()) {
+        // What a crashed node leaves: keep what decompressed, say where it stops.
+        truncated_note_ = fmt::format(
+            "truncated {} stream after {} bytes of text: read up to the cut (a file whose "
+            "writer stopped mid-stream)",
+            CompressionName(compression_), bytes_read_);
+        WarnTruncatedOnce(path_, truncated_note_);
       }
       return size_t{0};
     }
@@ -323,6 +373,14 @@ Status LineReader::Fill() {
 }
 
 Result<bool> LineReader::Next(std::string_view* line, bool* complete) {
+  if (!bom_checked_) {
+    // A UTF-8 byte-order mark would stick to the first header name ("\xEF\xBB\xBFtimestamp").
+    while (end_ - begin_ < 3 && !eof_) WW_RETURN_IF_ERROR(Fill());
+    bom_checked_ = true;
+    if (end_ - begin_ >= 3 && std::memcmp(buf_.data() + begin_, "\xEF\xBB\xBF", 3) == 0) {
+      begin_ += 3;
+    }
+  }
   for (;;) {
     const char* start = buf_.data() + begin_;
     const size_t avail = end_ - begin_;

@@ -10,6 +10,14 @@
 // is dropped like a cut-off last line and counted in nul_tail_bytes() for the readers' warning;
 // NUL bytes followed by more text stay in the lines (the readers reject binary data), and a run
 // of them longer than a line is an error. UTF-16 text is refused with the iconv command to fix it.
+// A UTF-8 byte-order mark (EF BB BF, what Excel and Notepad write) at the start of the text is
+// dropped. A gzip or zstd stream that stops mid-member (what a node that crashed while writing
+// leaves) gives the text decompressed up to the cut, then the end: truncated_note() says so, and
+// it is printed once per path on stderr ("truncated compressed stream after N bytes") so that no
+// reader takes the file silently; corrupt compressed data stays an error.
+// Only regular files are opened (besides "-"): a FIFO would block the open and is read only once
+// (format detection opens a file twice), a device such as /dev/zero never ends; both are refused
+// at once, naming "-" for streaming.
 // Not thread-safe; owned by one reader (standard input: one thread opens and reads it).
 #pragma once
 
@@ -59,6 +67,9 @@ class LineReader {
   uint64_t nul_tail_bytes() const { return nul_tail_bytes_; }
   // "N NUL bytes after line L skipped (...)", or "" without a NUL tail: the readers' warning.
   std::string NulTailNote() const;
+  // "truncated gzip stream after N bytes (...)" once the end of a cut-off compressed stream was
+  // read, else "": the readers' warning.
+  const std::string& truncated_note() const { return truncated_note_; }
 
  private:
   struct Decoder;
@@ -85,6 +96,8 @@ class LineReader {
   uint64_t nul_tail_bytes_ = 0;  // NULs dropped from the end of the pending text
   bool nul_dropped_ = false;     // ... and more text may still come (not yet at the end)
   int64_t nul_after_line_ = 0;   // the last whole line before them
+  bool bom_checked_ = false;     // a UTF-8 byte-order mark at the start was looked for
+  std::string truncated_note_;
 };
 
 }  // namespace ww
