@@ -150,9 +150,12 @@ void PowerCalibration::Recompute() {
   // of the observed readings, which a log holding only a spin or only compute keeps close to
   // its floor). The old rule (a spread of 2x with an unpegged reading) is implied: an unpegged
   // reading that low is an idle reading.
-  placed_ =
-      !top_from_observation_ || (have_obs && quiet_min_w_ <= kIdleAnchorShare * obs_top &&
-                                 !(unpegged_count_ == 0 && obs_top < kPlacedSpread * obs_floor));
+  // Without a pegged reading (power only, or nothing at >= 50 %) nothing can read as a spin, and
+  // power places idle against work as before.
+  const bool any_pegged = unpegged_count_ < all_count_;
+  placed_ = !top_from_observation_ || !any_pegged ||
+            (have_obs && quiet_min_w_ <= kIdleAnchorShare * obs_top &&
+             !(unpegged_count_ == 0 && obs_top < kPlacedSpread * obs_floor));
 
   // Compute level: the top of the readings taken at >= 90 % utilization (spinning collectives
   // read 100 % too, at low power, so only a high percentile is compute).

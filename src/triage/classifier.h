@@ -90,9 +90,9 @@ struct LocalInput {
   // No board waits in a collective above this power fraction (an unknown board: the highest
   // measured spin of any board); a pegged reading above it is work. nullopt: no ceiling.
   std::optional<double> spin_ceiling_frac;
-  std::optional<double> sm_activity;       // DCGM SM activity, 0..1, when logged
-  std::optional<double> tensor_activity;   // DCGM tensor pipe activity, 0..1, when logged
-  std::optional<double> dram_activity;     // DCGM DRAM activity, 0..1, when logged
+  std::optional<double> sm_activity;      // DCGM SM activity, 0..1, when logged
+  std::optional<double> tensor_activity;  // DCGM tensor pipe activity, 0..1, when logged
+  std::optional<double> dram_activity;    // DCGM DRAM activity, 0..1, when logged
 };
 
 LocalClass ClassifyLocal(const LocalInput& in, const Thresholds& t);

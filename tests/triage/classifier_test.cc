@@ -374,9 +374,12 @@ TEST(CalibrationTest, KnownModelFromTable) {
   EXPECT_NEAR(c.Normalize(700), 1.0, 1e-9);
   EXPECT_NE(c.source().find("table: NVIDIA H100 80GB HBM3 (TDP 700 W)"), std::string::npos)
       << c.source();
-  // Matching is by substring, case-insensitive: "h100" inside a longer name.
+  // Matching is by name, case-insensitive: the board table knows the PCIe card (350 W), and a
+  // bare "h100" inside a longer name is the SXM board.
   PowerCalibration pcie("nvidia h100 pcie");
-  EXPECT_DOUBLE_EQ(pcie.top_w(), 700);
+  EXPECT_DOUBLE_EQ(pcie.top_w(), 350);
+  PowerCalibration sxm("nvidia h100 sxm5 80gb");
+  EXPECT_DOUBLE_EQ(sxm.top_w(), 700);
 }
 
 TEST(CalibrationTest, LoggedLimitIsTheTop) {
@@ -402,7 +405,7 @@ TEST(CalibrationTest, LoggedLimitIsTheTop) {
 }
 
 TEST(CalibrationTest, UnknownModelCalibratesFromObservedRange) {
-  PowerCalibration c("NVIDIA RTX PRO 6000 Blackwell Server Edition");
+  PowerCalibration c("Acme Tensor X1");  // a board the table does not know
   // 32 idle readings at 30 W, 448 compute readings at 580-600 W, 160 spins at 150 W.
   for (int i = 0; i < 32; ++i) c.Add(30, 0, std::nullopt);
   for (int i = 0; i < 448; ++i) c.Add(580 + (i % 21), 100, std::nullopt);
@@ -439,10 +442,19 @@ TEST(CalibrationTest, PeggedNarrowReadingsWithoutLimitOrModelAreNotPlaced) {
   idle_seen.Add(70, 0, std::nullopt);
   for (int i = 0; i < 300; ++i) idle_seen.Add(530 + (i % 60), 95, std::nullopt);
   EXPECT_TRUE(idle_seen.placed());
-  // So does a spread: a rank-0 save's spins at 150 W next to compute at 550 W.
+  // A spread of pegged readings alone does not (issue 29): spins at 150 W next to compute at
+  // 550 W look like training at 300 W next to an FP32 filler GEMM at 410 W (a real team's log
+  // that a range of the log's own once called an 8-GPU hang). An idle reading places it.
   PowerCalibration spread("");
   for (int i = 0; i < 300; ++i) spread.Add(i % 3 == 0 ? 150 : 550, 100, std::nullopt);
+  EXPECT_FALSE(spread.placed());
+  spread.Add(72, 0, std::nullopt);
   EXPECT_TRUE(spread.placed());
+  // A reading at 0 % between two phases of work (293 W beside 410 W) is no idle floor.
+  PowerCalibration between("");
+  for (int i = 0; i < 300; ++i) between.Add(i % 2 == 0 ? 300 : 410, 100, std::nullopt);
+  between.Add(293, 0, std::nullopt);
+  EXPECT_FALSE(between.placed());
   // A logged limit or a known model always places power.
   PowerCalibration limit("");
   for (int i = 0; i < 300; ++i) limit.Add(550, 95, 700);

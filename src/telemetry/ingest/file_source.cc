@@ -66,7 +66,7 @@ Status FileSource::Bad(const std::string& kind, std::string message) {
   return Status::Ok();
 }
 
-void FileSource::Accept(const GpuSample& s, int64_t line, std::vector<GpuSample>* out) {
+bool FileSource::Admit(const GpuSample& s, int64_t line) {
   const size_t g = s.key.gpu;
   if (g >= last_ms_.size()) {
     last_ms_.resize(g + 1, INT64_MIN);
@@ -78,7 +78,7 @@ void FileSource::Accept(const GpuSample& s, int64_t line, std::vector<GpuSample>
     warnings_.Add(
         s.timestamp_ms == last ? "duplicate timestamp skipped" : "out-of-order timestamp skipped",
         fmt::format("line {}: GPU {} at {}", line, s.key.gpu, FormatIsoMs(s.timestamp_ms)));
-    return;
+    return false;
   }
   // A reading far ahead of the one before (its GPU's, else the file's newest) is a stray clock
   // (a row stamped 2100): taken, it would make every later reading "out of order", or split a
@@ -91,7 +91,7 @@ void FileSource::Accept(const GpuSample& s, int64_t line, std::vector<GpuSample>
     warnings_.Add("reading stamped more than a day after the one before skipped (clock jump?)",
                   fmt::format("line {}: GPU {} at {} after {}", line, s.key.gpu,
                               FormatIsoMs(s.timestamp_ms), FormatIsoMs(ref)));
-    return;
+    return false;
   }
   jump = INT64_MIN;
   last = s.timestamp_ms;
@@ -100,33 +100,19 @@ void FileSource::Accept(const GpuSample& s, int64_t line, std::vector<GpuSample>
     Info(s.key.gpu);
     has_info_[g] = true;
   }
-  out->push_back(s);
+  return true;
+}
+
+void FileSource::Accept(const GpuSample& s, int64_t line, std::vector<GpuSample>* out) {
+  if (Admit(s, line)) out->push_back(s);
 }
 
 void FileSource::AcceptTick(std::vector<GpuSample>* tick, const std::vector<int64_t>& lines,
                             std::vector<GpuSample>* out) {
   size_t kept = 0;
   for (size_t i = 0; i < tick->size(); ++i) {
-    const GpuSample& s = (*tick)[i];
-    const size_t g = s.key.gpu;
-    if (g >= last_ms_.size()) {
-      last_ms_.resize(g + 1, INT64_MIN);
-      has_info_.resize(g + 1, false);
-    }
-    int64_t& last = last_ms_[g];
-    if (s.timestamp_ms <= last) {
-      warnings_.Add(
-          s.timestamp_ms == last ? "duplicate timestamp skipped" : "out-of-order timestamp skipped",
-          fmt::format("line {}: GPU {} at {}", i < lines.size() ? lines[i] : 0, s.key.gpu,
-                      FormatIsoMs(s.timestamp_ms)));
-      continue;
-    }
-    last = s.timestamp_ms;
-    if (!has_info_[g]) {
-      Info(s.key.gpu);
-      has_info_[g] = true;
-    }
-    if (kept != i) (*tick)[kept] = s;
+    if (!Admit((*tick)[i], i < lines.size() ? lines[i] : 0)) continue;
+    if (kept != i) (*tick)[kept] = (*tick)[i];
     ++kept;
   }
   tick->resize(kept);

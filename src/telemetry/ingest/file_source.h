@@ -82,6 +82,8 @@ class FileSource : public TelemetrySource {
   // are warnings naming `line`.
   static constexpr int64_t kMaxJumpMs = 86'400'000;
   void Accept(const GpuSample& s, int64_t line, std::vector<GpuSample>* out);
+  // Whether s is kept (in order, not far ahead of its GPU's last reading); counts the skips.
+  bool Admit(const GpuSample& s, int64_t line);
   // Accept() for a whole tick (lines parallel to *tick): the samples that pass are moved to
   // *out (its buffer swapped with the tick's when out is empty); *tick is left empty.
   void AcceptTick(std::vector<GpuSample>* tick, const std::vector<int64_t>& lines,

@@ -588,6 +588,11 @@ class NvsmiLogSource final : public TelemetrySource {
           --data_rows_;
           deferred_bad_.reset();
         }
+        if (!reader_->truncated_note().empty() && !truncated_noted_) {
+          truncated_noted_ = true;
+          warnings_.Add("compressed stream cut off (read up to the cut)",
+                        reader_->truncated_note());
+        }
         if (reader_->nul_tail_bytes() > 0 && !nul_tail_noted_) {
           nul_tail_noted_ = true;
           warnings_.Add("NUL bytes at the end skipped", reader_->NulTailNote());
@@ -780,7 +785,11 @@ class NvsmiLogSource final : public TelemetrySource {
         row.timestamp_ms = *t;
         row.has_time = true;
       }
-      if (row.has_time) ApplyClockSteps(&row);
+      if (row.has_time && !ApplyClockSteps(&row)) {
+        warnings_.Add("row stamped more than a day after the one before skipped (clock jump?)",
+                      fmt::format("line {}: {}", n, FormatIsoMs(row.timestamp_ms)));
+        continue;
+      }
       if (!complete) {
         // A last line without newline whose fields all parsed: keep it only if it is whole.
         if (row_bad) {
@@ -809,24 +818,22 @@ class NvsmiLogSource final : public TelemetrySource {
   // out of order: all of them would be skipped. A step back of at least clock_step_back_min_ms
   // shifts the rest of the log forward instead, to one interval after the newest row, and says
   // so. Shorter steps stay skipped rows (jitter). A step forward is a gap for the engine.
-  void ApplyClockSteps(Row* row) {
+  // False for a row stamped more than a day after the newest one that no second row confirms (a
+  // stray clock, a corrupted field: a row stamped 2100): taken, it would make every later row
+  // "out of order" or, read as the clock stepping back, shift the rest of the log by decades.
+  // The caller skips it. A second row that agrees with it is a real gap (the logger paused).
+  bool ApplyClockSteps(Row* row) {
     row->timestamp_ms += clock_offset_ms_;
-    // A row stamped more than a day ahead, followed by rows back on the old timeline, is one bad
-    // stamp (a clock glitch, a corrupted field), not a clock that stepped back: the rest of the
-    // log stays where it is, and the far row is dropped downstream (FileSource: a reading far
-    // ahead of its GPU's last that the next one does not confirm).
     constexpr int64_t kFarAheadMs = 86'400'000;
-    if (newest_row_ms_ && before_far_row_ms_) {
-      const int64_t back = *newest_row_ms_ - row->timestamp_ms;
-      if (back >= options_.clock_step_back_min_ms &&
-          std::abs(row->timestamp_ms - *before_far_row_ms_) <= kFarAheadMs) {
-        newest_row_ms_ = before_far_row_ms_;
-      }
-      before_far_row_ms_.reset();
-    }
     if (newest_row_ms_ && row->timestamp_ms - *newest_row_ms_ > kFarAheadMs) {
-      before_far_row_ms_ = newest_row_ms_;
+      const bool confirmed =
+          far_row_ms_ && std::abs(row->timestamp_ms - *far_row_ms_) <= kFarAheadMs;
+      if (!confirmed) {
+        far_row_ms_ = row->timestamp_ms;
+        return false;
+      }
     }
+    far_row_ms_.reset();
     if (newest_row_ms_) {
       const int64_t d = row->timestamp_ms - *newest_row_ms_;
       if (d >= 10 && d <= 60000) row_step_ms_ = d;
@@ -841,6 +848,7 @@ class NvsmiLogSource final : public TelemetrySource {
       }
     }
     newest_row_ms_ = std::max(newest_row_ms_.value_or(INT64_MIN), row->timestamp_ms);
+    return true;
   }
 
   // A line of column names: at least two fields (and half of them) are nvidia-smi query names.
@@ -1175,9 +1183,10 @@ class NvsmiLogSource final : public TelemetrySource {
   // No time column and no --interval-ms: only one reading per GPU is readable (a snapshot); the
   // header's place, for the error when a second comes.
   std::optional<std::string> snapshot_only_;
-  // The newest time before a row stamped more than a day ahead (ApplyClockSteps), until the next
-  // row says whether that row was a jump or one bad stamp.
-  std::optional<int64_t> before_far_row_ms_;
+  // A row stamped more than a day ahead, skipped (ApplyClockSteps), until the next row says
+  // whether it was a jump (it agrees) or one bad stamp.
+  std::optional<int64_t> far_row_ms_;
+  bool truncated_noted_ = false;  // the line reader's truncated_note() is in warnings_
   std::optional<int64_t> last_dmon_ms_;
   int64_t day_offset_ms_ = 0;
   std::deque<Row> lookahead_;
