@@ -77,6 +77,7 @@ void PowerCalibration::Add(double power_w, std::optional<double> util_pct,
   ++all_hist_[Bin(power_w)];
   ++all_count_;
   if (!util_pct || *util_pct < kPeggedUtilPct) ++unpegged_count_;
+  if (util_pct) ++util_count_;
   if ((!util_pct || *util_pct < kQuietUtilPct) && power_w < quiet_min_w_) {
     quiet_min_w_ = power_w;
     if (!placed_) since_recompute_ = 1 << 30;  // an idle reading may place the range now
@@ -150,10 +151,12 @@ void PowerCalibration::Recompute() {
   // of the observed readings, which a log holding only a spin or only compute keeps close to
   // its floor). The old rule (a spread of 2x with an unpegged reading) is implied: an unpegged
   // reading that low is an idle reading.
-  // Without a pegged reading (power only, or nothing at >= 50 %) nothing can read as a spin, and
-  // power places idle against work as before.
+  // Utilization logged and never pegged: nothing can read as a spin, and utilization says the
+  // board idles; power places idle against work as before. Power alone (no utilization) needs
+  // the idle reading too: 300 W flat is work on any board, but against a floor of its own
+  // lowest reading it read as 98 % idle (a W&B power frame).
   const bool any_pegged = unpegged_count_ < all_count_;
-  placed_ = !top_from_observation_ || !any_pegged ||
+  placed_ = !top_from_observation_ || (util_count_ > 0 && !any_pegged) ||
             (have_obs && quiet_min_w_ <= kIdleAnchorShare * obs_top &&
              !(unpegged_count_ == 0 && obs_top < kPlacedSpread * obs_floor));
 

@@ -50,6 +50,17 @@ GpuEvidence DescribeEvidence(const SignalCounts& s, int64_t samples, const Triag
                "compute, so hangs cannot be told from compute",
          true});
   }
+  if (!power && !util && !activity) {
+    // Nothing places a reading: no utilization, and power unplaced (or absent).
+    e.cannot_tell_apart.push_back(
+        {{GpuState::kIdle, GpuState::kCompute, GpuState::kCommunication, GpuState::kCheckpoint,
+          GpuState::kHang},
+         unplaced ? "no utilization.gpu, and power.draw never read idle with no power.limit or GPU "
+                    "name logged: power alone, never low, cannot say whether the board works, "
+                    "waits or idles (log utilization.gpu, power.limit or name)"
+                  : "neither power.draw nor utilization.gpu: nothing says what the board did",
+         true});
+  }
   if (!util && power) {
     // Power alone: working power is busy, anything lower is "no kernels".
     e.cannot_tell_apart.push_back(

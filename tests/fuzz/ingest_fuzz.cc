@@ -11,41 +11,18 @@
 #include <cstdint>
 #include <string>
 
+#include "fuzz_triage.h"
 #include "report/triage_report.h"
 #include "telemetry/ingest/open.h"
 #include "triage/engine.h"
 #include "triage/run.h"
 
-namespace {
-
-void TriageOnce(const std::string& path, const ww::IngestOptions& options) {
-  auto in = ww::OpenTelemetryFiles({path}, options);
-  if (!in.ok()) return;
-  ww::triage::TriageEngine engine;
-  ww::Status st = ww::triage::RunToEnd(*in->source, engine);
-  for (const auto& d : in->inputs) (void)d.Text();
-  (void)in->source->gpu_labels();
-  if (!st.ok()) return;
-  auto report = ww::report::MakeReport(engine, in->source->hosts(), in->source->warnings());
-  (void)ww::report::RenderText(report);
-  (void)ww::report::RenderJson(report).dump();
-}
-
-}  // namespace
+using ww::fuzz::TriageOnce;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  const int fd = ::memfd_create("ingest_fuzz", MFD_CLOEXEC);
-  if (fd < 0) return 0;
-  size_t done = 0;
-  while (done < size) {
-    const ssize_t n = ::write(fd, data + done, size - done);
-    if (n <= 0) {
-      ::close(fd);
-      return 0;
-    }
-    done += static_cast<size_t>(n);
-  }
-  const std::string path = "/proc/self/fd/" + std::to_string(fd);
+  const ww::fuzz::MemFile file(data, size, "ingest_fuzz");
+  if (file.path().empty()) return 0;
+  const std::string& path = file.path();
   ww::IngestOptions auto_detect;
   TriageOnce(path, auto_detect);
   ww::IngestOptions timed;
@@ -53,7 +30,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   TriageOnce(path, timed);
   for (ww::InputFormat f :
        {ww::InputFormat::kDcgmiDmon, ww::InputFormat::kDcgmExporter, ww::InputFormat::kWandb,
-        ww::InputFormat::kSmiTable, ww::InputFormat::kCustomCsv}) {
+        ww::InputFormat::kSmiTable, ww::InputFormat::kCustomCsv, ww::InputFormat::kPromJson}) {
     ww::IngestOptions forced;
     forced.format = f;
     forced.replay.interval_ms = 100;
@@ -62,6 +39,5 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   ww::IngestOptions mapped;
   mapped.map = {{"power", "b"}, {"time", "a"}, {"gpu", "c"}};
   TriageOnce(path, mapped);
-  ::close(fd);
   return 0;
 }

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "fuzz_triage.h"
 #include "report/triage_report.h"
 #include "telemetry/replay/nvsmi_log.h"
 #include "triage/engine.h"
@@ -33,18 +34,9 @@ void TriageOnce(const std::string& path, const ww::ReplayOptions& options) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // An in-memory file: no disk traffic, nothing left behind when the fuzzer is killed.
-  const int fd = ::memfd_create("nvsmi_log_fuzz", MFD_CLOEXEC);
-  if (fd < 0) return 0;
-  size_t done = 0;
-  while (done < size) {
-    const ssize_t n = ::write(fd, data + done, size - done);
-    if (n <= 0) {
-      ::close(fd);
-      return 0;
-    }
-    done += static_cast<size_t>(n);
-  }
-  const std::string path = "/proc/self/fd/" + std::to_string(fd);
+  const ww::fuzz::MemFile file(data, size, "nvsmi_log_fuzz");
+  if (file.path().empty()) return 0;
+  const std::string& path = file.path();
 
   TriageOnce(path, {});
   ww::ReplayOptions headerless;
@@ -55,7 +47,5 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   ww::ReplayOptions untimed;
   untimed.interval_ms = 100;
   TriageOnce(path, untimed);
-
-  ::close(fd);
   return 0;
 }

@@ -11,27 +11,14 @@
 #include <cstdint>
 #include <string>
 
+#include "fuzz_triage.h"
 #include "report/triage_report.h"
 #include "telemetry/ingest/gpustat.h"
 #include "telemetry/ingest/open.h"
 #include "triage/engine.h"
 #include "triage/run.h"
 
-namespace {
-
-void TriageOnce(const std::string& path, const ww::IngestOptions& options) {
-  auto in = ww::OpenTelemetryFiles({path}, options);
-  if (!in.ok()) return;
-  ww::triage::TriageEngine engine;
-  ww::Status st = ww::triage::RunToEnd(*in->source, engine);
-  for (const auto& d : in->inputs) (void)d.Text();
-  if (!st.ok()) return;
-  auto report = ww::report::MakeReport(engine, in->source->hosts(), in->source->warnings());
-  (void)ww::report::RenderText(report);
-  (void)ww::report::RenderJson(report).dump();
-}
-
-}  // namespace
+using ww::fuzz::TriageOnce;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // The line parsers alone, on the whole input as one line.
@@ -40,18 +27,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string error;
   (void)ww::ingest::ParseGpustatLine(text, &line, &error);
   (void)ww::ingest::ParseGpustatHostLine(text);
-  const int fd = ::memfd_create("ws_table_fuzz", MFD_CLOEXEC);
-  if (fd < 0) return 0;
-  size_t done = 0;
-  while (done < size) {
-    const ssize_t n = ::write(fd, data + done, size - done);
-    if (n <= 0) {
-      ::close(fd);
-      return 0;
-    }
-    done += static_cast<size_t>(n);
-  }
-  const std::string path = "/proc/self/fd/" + std::to_string(fd);
+  const ww::fuzz::MemFile file(data, size, "ws_table_fuzz");
+  if (file.path().empty()) return 0;
+  const std::string& path = file.path();
   ww::IngestOptions auto_detect;
   TriageOnce(path, auto_detect);
   ww::IngestOptions timed;
@@ -70,6 +48,5 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   split.map = {{"power", "b"}, {"time", "a"}};
   split.split_id = "c";
   TriageOnce(path, split);
-  ::close(fd);
   return 0;
 }

@@ -462,10 +462,17 @@ TEST(CalibrationTest, PeggedNarrowReadingsWithoutLimitOrModelAreNotPlaced) {
   PowerCalibration named("NVIDIA H100 80GB HBM3");
   for (int i = 0; i < 300; ++i) named.Add(550, 95, std::nullopt);
   EXPECT_TRUE(named.placed());
-  // Without utilization nothing says the readings were pegged: placed as before.
+  // Power alone, never low: 550 W flat is work on any board, but against a floor of its own
+  // lowest reading it would read idle. Not placed until an idle reading shows the floor.
   PowerCalibration power_only("");
   for (int i = 0; i < 300; ++i) power_only.Add(550, std::nullopt, std::nullopt);
+  EXPECT_FALSE(power_only.placed());
+  power_only.Add(70, std::nullopt, std::nullopt);
   EXPECT_TRUE(power_only.placed());
+  // Utilization logged and never pegged: an idle log, placed (utilization says idle).
+  PowerCalibration idle_log("");
+  for (int i = 0; i < 300; ++i) idle_log.Add(70 + i % 3, 0, std::nullopt);
+  EXPECT_TRUE(idle_log.placed());
 }
 
 TEST(CalibrationTest, LogWithoutComputeDoesNotMakeSpinLookLikeFullPower) {
