@@ -89,7 +89,8 @@ class PowerCalibration {
   uint64_t all_count_ = 0;
   uint64_t busy_count_ = 0;
   uint64_t unpegged_count_ = 0;
-  uint64_t util_count_ = 0;  // readings with utilization logged  // readings without utilization, or below kPeggedUtilPct
+  uint64_t util_count_ = 0;  // readings with utilization logged  // readings without utilization,
+                             // or below kPeggedUtilPct
   bool placed_ = true;
   uint64_t since_recompute_ = 0;
   double floor_w_ = 0;
