@@ -412,4 +412,6 @@ double MaxMeasuredSpinPowerW() {
   return max_w;
 }
 
+double UnknownBoardSpinCeilingW() { return 1.2 * MaxMeasuredSpinPowerW(); }
+
 }  // namespace ww

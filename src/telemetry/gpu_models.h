@@ -91,5 +91,9 @@ std::optional<GpuModel> LookupGpuModel(std::string_view name);
 // edges of the bands that are not derived: a GB200 at 232-280 W). With a margin, a pegged
 // reading above it is taken for work when the board is unknown.
 double MaxMeasuredSpinPowerW();
+// The wait ceiling for a board the table does not know: the highest measured wait with a 20 %
+// margin (derived bands of larger boards are not measurements, and a false hang kills a healthy
+// job): a pegged reading above it is taken for work.
+double UnknownBoardSpinCeilingW();
 
 }  // namespace ww

@@ -37,10 +37,6 @@ constexpr double kSpinMinShare = 0.02;
 // phases of work (0 % at 293 W beside 420 W) is no floor.
 constexpr double kQuietUtilPct = 20;
 constexpr double kIdleAnchorShare = 0.6;
-// An unknown board's spin ceiling: the highest measured spin band of any board (a GB200 at
-// 232-280 W) with a margin. Derived bands of larger boards are not measurements, and a false
-// hang kills a healthy job: a pegged reading above this is taken for work.
-constexpr double kUnknownSpinCeilingMargin = 1.2;
 
 size_t Bin(double w) {
   if (w <= 0) return 0;
@@ -256,7 +252,7 @@ std::optional<double> PowerCalibration::BoardSpinThresholdFrac() const {
 
 std::optional<double> PowerCalibration::SpinCeilingFrac() const {
   if (table_tdp_w_) return std::nullopt;
-  return Normalize(kUnknownSpinCeilingMargin * MaxMeasuredSpinPowerW());
+  return Normalize(UnknownBoardSpinCeilingW());
 }
 
 std::optional<std::string> PowerCalibration::implausible_limit_note() const {

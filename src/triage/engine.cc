@@ -367,16 +367,6 @@ void TriageEngine::OnGap(int64_t gap_start_ms, int64_t now_ms) {
   checkpoints_.Finish();
 }
 
-namespace {
-
-// A board whose wait reaches the level collectives draw (a T4): its power split says nothing.
-bool WaitsAsHighAsCollectives(const GpuWindows& w, const TriageOptions& o) {
-  const auto wait = w.calibration().BoardSpinThresholdFrac();
-  return wait && *wait >= o.thresholds.comm_level_frac;
-}
-
-}  // namespace
-
 std::vector<Straggler> TriageEngine::stragglers() const {
   if (!stragglers_unknown().empty()) return {};
   return stragglers_.Find();
@@ -391,7 +381,7 @@ std::string TriageEngine::stragglers_unknown() const {
   }();
   if (!has_activity) {
     for (const auto& [key, g] : gpus_) {
-      if (WaitsAsHighAsCollectives(g->windows, options_)) {
+      if (g->windows.BoardWaitsAsHighAsCollectives()) {
         return "this board waits in a collective as high as collectives moving data draw, so "
                "power cannot time the ranks (DCGM's activity counters can)";
       }

@@ -130,16 +130,21 @@ bool GpuWindows::NextReady(SampleFeatures* out) {
   return true;
 }
 
+bool GpuWindows::BoardWaitsAsHighAsCollectives() const {
+  const auto wait = cal_.BoardSpinThresholdFrac();
+  return wait && *wait >= options_.thresholds.comm_level_frac;
+}
+
 std::optional<std::string> GpuWindows::comm_share_unknown_reason() const {
   // A board that waits in a collective above the level collectives moving data draw (a T4 at
   // 57 % of its limit): power cannot split its busy time between compute and communication.
-  if (auto wait = cal_.BoardSpinThresholdFrac();
-      wait && *wait >= options_.thresholds.comm_level_frac) {
+  if (BoardWaitsAsHighAsCollectives()) {
+    const double wait = *cal_.BoardSpinThresholdFrac();
     return fmt::format(
         "this board waits in a collective at up to {:.0f} % of its power range, where "
         "collectives moving data also draw: power cannot split its busy time between compute "
         "and communication",
-        100 * *wait);
+        100 * wait);
   }
   if (interval_s_ <= options_.comm_share_max_interval_s) return std::nullopt;
   return fmt::format(

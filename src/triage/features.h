@@ -65,6 +65,9 @@ class GpuWindows {
   // says nothing about how the rest of the period split between compute and collectives.
   std::optional<std::string> comm_share_unknown_reason() const;
   const PowerCalibration& calibration() const { return cal_; }
+  // The board (from the table) waits in a collective as high as collectives moving data draw (a
+  // T4 at 57 % of its limit): power can neither split its busy time nor time its rank.
+  bool BoardWaitsAsHighAsCollectives() const;
   // False when the latest sample added logged power that could not be placed in the board's
   // range (PowerCalibration::placed), so it was classified without it.
   bool power_placed() const { return power_placed_; }

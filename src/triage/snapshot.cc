@@ -13,13 +13,6 @@ namespace {
 // limit on every board but the T4 (which is in the table), work at half of it and above.
 constexpr double kUnknownBoardSpinMaxFrac = 0.26;
 constexpr double kUnknownBoardWorkMinFrac = 0.5;
-constexpr double kUnknownSpinCeilingMargin = 1.2;  // as calibration.cc: above any measured spin
-// A rank waiting in a collective moves no memory and no bytes: memory-controller utilization at
-// or above this, SM activity at or above spin_sm_activity_band_max, or PCIe/NVLink traffic at
-// or above this mean work (an MD or CFD code pegged at 25-30 % of the limit keeps a few percent
-// of memory utilization and steady PCIe traffic).
-constexpr double kWorkMemUtilPct = 3;
-constexpr double kWorkBytesPerS = 50e6;
 
 std::string Mib(double v) { return fmt::format("{:.0f} MiB", v); }
 
@@ -40,13 +33,13 @@ Placed PlacePegged(const SnapshotReading& r, const GpuModel* board, const Thresh
       return {SnapshotState::kWorking, fmt::format("SM activity {:.2f}", *r.sm_activity)};
     }
   }
-  if (r.util_mem_pct && *r.util_mem_pct >= kWorkMemUtilPct) {
+  if (r.util_mem_pct && *r.util_mem_pct >= t.spin_mem_util_max_pct) {
     return {SnapshotState::kWorking,
             fmt::format("memory utilization {:.0f} %: it moves memory", *r.util_mem_pct)};
   }
   for (const auto& [bytes, what] :
        {std::pair{r.pcie_bytes_per_s, "PCIe"}, std::pair{r.nvlink_bytes_per_s, "NVLink"}}) {
-    if (bytes && *bytes >= kWorkBytesPerS) {
+    if (bytes && *bytes >= t.spin_link_bytes_per_s_max) {
       return {SnapshotState::kWorking, fmt::format("{} traffic {:.0f} MB/s", what, *bytes / 1e6)};
     }
   }
@@ -67,7 +60,7 @@ Placed PlacePegged(const SnapshotReading& r, const GpuModel* board, const Thresh
             "work): " +
                 bands};
   }
-  const double ceiling = kUnknownSpinCeilingMargin * MaxMeasuredSpinPowerW();
+  const double ceiling = UnknownBoardSpinCeilingW();
   if (p > ceiling) {
     return {SnapshotState::kWorking,
             fmt::format("no board was measured waiting above {:.0f} W", ceiling)};

@@ -109,10 +109,10 @@ TEST_P(ScenarioTest, MatchesGroundTruth) {
   const bool coarse_blind = c.interval_ms > 2000 && !c.activity;
   // A board that waits as high as collectives draw (a T4): power cannot time the ranks.
   const auto table_board = LookupGpuModel(config->model.name);
-  const bool board_blind =
-      !c.activity && table_board &&
-      table_board->spin_hi_w >=
-          table_board->idle_w + 0.33 * (table_board->tdp_w - table_board->idle_w);
+  const bool waits_high =
+      table_board && table_board->spin_hi_w >=
+                         table_board->idle_w + 0.33 * (table_board->tdp_w - table_board->idle_w);
+  const bool board_blind = !c.activity && waits_high;
   if (board_blind) {
     EXPECT_TRUE(s.stragglers.empty()) << named;
     if (config->straggler_rank >= 0) {
@@ -141,9 +141,6 @@ TEST_P(ScenarioTest, MatchesGroundTruth) {
   // The communication share is measured where the sampling resolves steps, and said to be
   // unknown (with the reason) where it does not, never a wrong number.
   // A board that waits above the level collectives draw (a T4) cannot have its split measured.
-  const auto board = LookupGpuModel(config->model.name);
-  const bool waits_high =
-      board && board->spin_hi_w >= board->idle_w + 0.33 * (board->tdp_w - board->idle_w);
   if (waits_high) {
     EXPECT_NE(s.comm_share_unknown.find("waits in a collective"), std::string::npos)
         << s.comm_share_unknown;
