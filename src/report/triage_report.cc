@@ -22,28 +22,7 @@ std::string GpuLabel(const TriageReport& r, GpuKey k) {
 std::string Duration(double s) { return FormatDuration(s); }
 
 std::string GpuList(const TriageReport& r, const std::vector<GpuKey>& keys) {
-  // Compact: "node1/GPU3, node1/GPU5" or "16 GPUs (node0/GPU0-7, node1/GPU0-7)".
-  if (keys.size() <= 4) {
-    std::string s;
-    for (GpuKey k : keys) s += (s.empty() ? "" : ", ") + GpuLabel(r, k);
-    return s.empty() ? "none" : s;
-  }
-  std::string s = fmt::format("{} GPUs (", keys.size());
-  size_t i = 0;
-  bool first = true;
-  while (i < keys.size()) {
-    size_t j = i;
-    while (j + 1 < keys.size() && keys[j + 1].host == keys[i].host &&
-           keys[j + 1].gpu == keys[j].gpu + 1) {
-      ++j;
-    }
-    s += (first ? "" : ", ") + HostName(r, keys[i].host) +
-         (i == j ? fmt::format("/GPU{}", keys[i].gpu)
-                 : fmt::format("/GPU{}-{}", keys[i].gpu, keys[j].gpu));
-    first = false;
-    i = j + 1;
-  }
-  return s + ")";
+  return triage::GpuListName(keys, r.hosts);
 }
 
 nlohmann::json KeyJson(const TriageReport& r, GpuKey k) {
@@ -441,14 +420,20 @@ nlohmann::json RenderJson(const TriageReport& r) {
     json gpus = json::array(), culprits = json::array();
     for (GpuKey k : e.gpus) gpus.push_back(KeyJson(r, k));
     for (GpuKey k : e.culprits) culprits.push_back(KeyJson(r, k));
-    episodes.push_back({{"start", ts(e.start_ms)},
-                        {"detected_at", ts(e.detected_at_ms)},
-                        {"end", ts(e.end_ms)},
-                        {"ongoing", e.ongoing},
-                        {"gpus", gpus},
-                        {"culprits", culprits},
-                        {"reasons", e.reasons},
-                        {"wasted_gpu_hours", std::round(e.wasted_gpu_hours() * 10000) / 10000}});
+    json episode = {{"start", ts(e.start_ms)},
+                    {"detected_at", ts(e.detected_at_ms)},
+                    {"end", ts(e.end_ms)},
+                    {"ongoing", e.ongoing},
+                    {"gpus", gpus},
+                    {"culprits", culprits},
+                    {"reasons", e.reasons},
+                    {"wasted_gpu_hours", std::round(e.wasted_gpu_hours() * 10000) / 10000}};
+    if (!e.stopped_reporting.empty()) {
+      json silent = json::array();
+      for (GpuKey k : e.stopped_reporting) silent.push_back(KeyJson(r, k));
+      episode["stopped_reporting"] = std::move(silent);
+    }
+    episodes.push_back(std::move(episode));
   }
   json checkpoints = json::array();
   for (const auto& c : r.checkpoints) {

@@ -184,6 +184,7 @@ void TriageEngine::Add(const GpuSample& s) {
                               s.util_gpu_pct && *s.util_gpu_pct >= 50);
   first_ms_ = std::min(first_ms_, s.timestamp_ms);
   last_ms_ = std::max(last_ms_, s.timestamp_ms);
+  views_[g.view].heard_ms = s.timestamp_ms;
   // Other GPUs' staleness is judged by their spacing as of now, so it is kept current.
   views_[g.view].interval_s = g.windows.interval_s();
   CacheStaleLimit(&views_[g.view], options_);
@@ -497,7 +498,7 @@ void TriageEngine::Finish() {
     if (!next) break;
     Classify(*next, next->windows.ClassifyNextAtEnd());
   }
-  OnHangUpdate(hang_.End(last_ms_, true), last_ms_);
+  OnHangUpdate(hang_.End(last_ms_, true, views_), last_ms_);
   NoteUnresolvedQuiet();
   NoteOneGpuSpin();
   OnQuietUpdate(quiet_.End());

@@ -13,6 +13,39 @@ constexpr int64_t kUnset = std::numeric_limits<int64_t>::min();
 
 int64_t ToMs(double s) { return static_cast<int64_t>(s * 1000); }
 
+// The members of e not heard from within their stale limit at at_ms (not gone: their process
+// was alive when last seen), not named yet, in key order; none when no member is heard from
+// any more (the input stopped for all, which is a gap or the end, not one host falling silent).
+std::vector<GpuKey> NewlySilentMembers(const HangEpisode& e, std::span<const GpuView> views,
+                                       int64_t at_ms, const TriageOptions& options) {
+  std::vector<GpuKey> silent;
+  bool any_heard = false;
+  for (const GpuView& v : views) {
+    if (std::find(e.gpus.begin(), e.gpus.end(), v.key) == e.gpus.end()) continue;
+    if (IsActiveInJob(v, at_ms, options)) {
+      any_heard = true;
+    } else if (v.classified && v.cls != LocalClass::kGone &&
+               std::find(e.stopped_reporting.begin(), e.stopped_reporting.end(), v.key) ==
+                   e.stopped_reporting.end()) {
+      silent.push_back(v.key);
+    }
+  }
+  if (!any_heard) return {};
+  std::sort(silent.begin(), silent.end());
+  return silent;
+}
+
+// The latest time any of keys was heard from.
+int64_t LastHeardMs(std::span<const GpuKey> keys, std::span<const GpuView> views) {
+  int64_t last = std::numeric_limits<int64_t>::min();
+  for (const GpuView& v : views) {
+    if (std::find(keys.begin(), keys.end(), v.key) != keys.end()) {
+      last = std::max({last, v.cur_ms, v.heard_ms});
+    }
+  }
+  return last;
+}
+
 }  // namespace
 
 HangTracker::HangTracker(const TriageOptions& options) : options_(options) {}
@@ -78,9 +111,10 @@ HangUpdate HangTracker::Update(JobMode mode, std::span<const GpuView> views, int
       candidate_->kind = kind;
       HangEpisode& e = candidate_->episode;
       e.start_ms = from_ms;
-      HangMembers members = ChooseHangMembers(views, mode, now_ms, options_);
+      HangMembers members = ChooseHangMembers(views, mode, now_ms, options_, from_ms);
       e.gpus = std::move(members.gpus);
       e.culprits = std::move(members.culprits);
+      e.stopped_reporting = std::move(members.silent);
       if (!why.empty()) e.reasons.push_back(why);
     } else if (!candidate_->confirmed && needs_probe_ && !needs_probe && !why.empty()) {
       // The probe-only candidate now stands on telemetry alone: say why.
@@ -97,9 +131,10 @@ HangUpdate HangTracker::Update(JobMode mode, std::span<const GpuView> views, int
         if (g.cur_ms == now_ms && IsActiveInJob(g, now_ms, options_) &&
             std::find(c.episode.gpus.begin(), c.episode.gpus.end(), g.key) ==
                 c.episode.gpus.end()) {
-          HangMembers members = ChooseHangMembers(views, mode, now_ms, options_);
+          HangMembers members = ChooseHangMembers(views, mode, now_ms, options_, c.start_ms);
           c.episode.gpus = std::move(members.gpus);
           c.episode.culprits = std::move(members.culprits);
+          c.episode.stopped_reporting = std::move(members.silent);
           break;
         }
       }
@@ -129,7 +164,7 @@ HangUpdate HangTracker::Update(JobMode mode, std::span<const GpuView> views, int
           "network stall); the GPU time was lost all the same",
           lasted_s));
     }
-    return End(candidate_->broken_since_ms, false);
+    return End(candidate_->broken_since_ms, false, views);
   }
   return out;
 }
@@ -142,9 +177,20 @@ bool HangTracker::Confirm(int64_t now_ms, std::span<const GpuView> views,
   HangEpisode& e = c.episode;
   e.detected_at_ms = now_ms;
   e.end_ms = now_ms;
+  // Members that fell silent since the candidate began (a node that crashed while its peers
+  // spun) are named too; the hang keeps them to its end.
+  for (GpuKey k : NewlySilentMembers(e, views, now_ms, options_)) {
+    e.stopped_reporting.push_back(k);
+  }
+  std::sort(e.stopped_reporting.begin(), e.stopped_reporting.end());
   size_t gone = 0, spinning = 0;
   std::vector<GpuKey> lost;
+  StoppedReportingNote stopped{e.stopped_reporting, 0};
   for (GpuKey k : e.gpus) {
+    if (std::find(e.stopped_reporting.begin(), e.stopped_reporting.end(), k) !=
+        e.stopped_reporting.end()) {
+      continue;
+    }
     for (const GpuView& v : views) {
       if (v.key == k) {
         if (v.cls == LocalClass::kGone) ++gone;
@@ -157,9 +203,13 @@ bool HangTracker::Confirm(int64_t now_ms, std::span<const GpuView> views,
     }
   }
   const double spin_s = static_cast<double>(e.detected_at_ms - e.start_ms) / 1000.0;
+  if (!stopped.gpus.empty()) {
+    stopped.before_wait_s =
+        static_cast<double>(e.start_ms - LastHeardMs(stopped.gpus, views)) / 1000.0;
+  }
   auto reasons = HangReasons(
       c.evidence, e.gpus.size(), gone, e.culprits, spin_s, options_.thresholds, host_names_, lost,
-      c.kind, c.kind == HangKind::kSpin ? std::numeric_limits<size_t>::max() : spinning);
+      c.kind, c.kind == HangKind::kSpin ? std::numeric_limits<size_t>::max() : spinning, stopped);
   if (options_.world_size > 0 && static_cast<size_t>(options_.world_size) > e.gpus.size() &&
       c.kind == HangKind::kSpin && e.culprits.empty()) {
     // One node's log of a larger job: the rank everyone waits on may be one the logs lack.
@@ -186,12 +236,21 @@ bool HangTracker::Dismiss() {
   return true;
 }
 
-HangUpdate HangTracker::End(int64_t end_ms, bool ongoing) {
+HangUpdate HangTracker::End(int64_t end_ms, bool ongoing, std::span<const GpuView> views) {
   HangUpdate out;
   if (!candidate_) return out;
   out.ended = true;
   if (candidate_->confirmed) {
     HangEpisode e = candidate_->episode;
+    // A member that fell silent after the confirmation while its peers went on waiting.
+    StoppedReportingNote later{NewlySilentMembers(e, views, end_ms, options_), 0};
+    if (!later.gpus.empty()) {
+      later.before_wait_s =
+          static_cast<double>(e.start_ms - LastHeardMs(later.gpus, views)) / 1000.0;
+      e.reasons.push_back(StoppedReportingReason(later, host_names_));
+      e.stopped_reporting.insert(e.stopped_reporting.end(), later.gpus.begin(), later.gpus.end());
+      std::sort(e.stopped_reporting.begin(), e.stopped_reporting.end());
+    }
     e.end_ms = std::max(end_ms, e.detected_at_ms);
     e.ongoing = ongoing;
     episodes_.push_back(std::move(e));

@@ -54,6 +54,8 @@ struct HangEpisode {
   bool ongoing = false;  // the log (or the watch) ended while the job was still stuck
   std::vector<GpuKey> gpus;
   std::vector<GpuKey> culprits;
+  // Members that stopped reporting at the wait (job_eval.h StoppedReporting), in gpus too.
+  std::vector<GpuKey> stopped_reporting;
   std::vector<std::string> reasons;
   double wasted_gpu_hours() const {
     return static_cast<double>(end_ms - start_ms) / 3.6e6 * static_cast<double>(gpus.size());
@@ -97,8 +99,9 @@ class HangTracker {
                const std::vector<std::string>& extra_reasons);
   // Drops an unconfirmed candidate (progress was seen). False when there was none.
   bool Dismiss();
-  // Closes what is open at end_ms; ongoing: the input ended, not the hang.
-  HangUpdate End(int64_t end_ms, bool ongoing);
+  // Closes what is open at end_ms; ongoing: the input ended, not the hang. views (every GPU, as
+  // in Update; may be empty) name the members that stopped reporting while the others waited.
+  HangUpdate End(int64_t end_ms, bool ongoing, std::span<const GpuView> views = {});
   // The input stops at at_ms for a while (a gap): what is open ends there, not ongoing, and a
   // wait on a quiet rank starts counting afresh after it.
   HangUpdate Interrupt(int64_t at_ms);

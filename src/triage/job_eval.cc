@@ -159,8 +159,16 @@ bool LiveRanksHoldMemory(std::span<const GpuView> views, int64_t now_ms,
   return any;
 }
 
+bool StoppedReporting(const GpuView& v, int64_t wait_start_ms, int64_t now_ms,
+                      const TriageOptions& options) {
+  if (!v.classified || !v.in_job || v.cls == LocalClass::kGone) return false;
+  if (IsActiveInJob(v, now_ms, options)) return false;
+  const auto window_ms = static_cast<int64_t>(options.stopped_reporting_window_s * 1000);
+  return std::max(v.cur_ms, v.heard_ms) >= wait_start_ms - window_ms;
+}
+
 HangMembers ChooseHangMembers(std::span<const GpuView> views, JobMode mode, int64_t now_ms,
-                              const TriageOptions& options) {
+                              const TriageOptions& options, int64_t wait_since_ms) {
   std::vector<const GpuView*> by_key;
   by_key.reserve(views.size());
   for (const GpuView& v : views) by_key.push_back(&v);
@@ -179,6 +187,21 @@ HangMembers ChooseHangMembers(std::span<const GpuView> views, JobMode mode, int6
       last_spin = std::max(last_spin, v->spin_since_ms);
     }
   }
+  const int64_t wait_start_ms = std::min({wait_since_ms, first_spin, now_ms});
+  bool silent_culprit = false;
+  for (const GpuView* v : by_key) {
+    if (!StoppedReporting(*v, wait_start_ms, now_ms, options)) continue;
+    m.silent.push_back(v->key);
+    m.gpus.push_back(v->key);
+    // One heard after the wait began, or waiting itself when last classified, was a victim like
+    // the others.
+    if (v->cls != LocalClass::kSpin && std::max(v->cur_ms, v->heard_ms) < wait_start_ms) {
+      m.culprits.push_back(v->key);
+      silent_culprit = true;
+    }
+  }
+  if (!m.silent.empty()) std::sort(m.gpus.begin(), m.gpus.end());
+  if (silent_culprit) std::sort(m.culprits.begin(), m.culprits.end());
   if (m.culprits.empty() && mode == JobMode::kHangCandidate) {
     const int64_t margin_ms = static_cast<int64_t>(options.culprit_margin_s * 1000);
     // Everyone started waiting together: no rank stands out.
@@ -213,14 +236,48 @@ std::string GpuName(GpuKey key, const std::vector<std::string>& host_names) {
   return GpuLabelForHostIndex(key.host, key.gpu);
 }
 
+std::string GpuListName(std::span<const GpuKey> keys, const std::vector<std::string>& host_names) {
+  if (keys.size() <= 4) {
+    std::string s;
+    for (GpuKey k : keys) s += (s.empty() ? "" : ", ") + GpuName(k, host_names);
+    return s.empty() ? "none" : s;
+  }
+  std::string s = fmt::format("{} GPUs (", keys.size());
+  size_t i = 0;
+  while (i < keys.size()) {
+    size_t j = i;
+    while (j + 1 < keys.size() && keys[j + 1].host == keys[i].host &&
+           keys[j + 1].gpu == keys[j].gpu + 1) {
+      ++j;
+    }
+    // "node1/GPU0-7": the first GPU's label with the last index after a dash.
+    s += (i == 0 ? "" : ", ") + GpuName(keys[i], host_names) +
+         (i == j ? "" : fmt::format("-{}", keys[j].gpu));
+    i = j + 1;
+  }
+  return s + ")";
+}
+
+std::string StoppedReportingReason(const StoppedReportingNote& stopped,
+                                   const std::vector<std::string>& host_names) {
+  const std::string when =
+      stopped.before_wait_s >= 0
+          ? fmt::format("{} before the others began waiting", FormatDuration(stopped.before_wait_s))
+          : fmt::format("{} into the wait", FormatDuration(-stopped.before_wait_s));
+  return fmt::format(
+      "{} stopped reporting {} and never came back: a node that crashed or lost its network, or "
+      "a logger that died (its GPUs count in the hang to its end)",
+      GpuListName(stopped.gpus, host_names), when);
+}
+
 std::vector<std::string> HangReasons(const HangEvidence& c, size_t gpus, size_t gone,
                                      const std::vector<GpuKey>& culprits, double spin_s,
                                      const Thresholds& thresholds,
                                      const std::vector<std::string>& host_names,
                                      const std::vector<GpuKey>& lost, HangKind kind,
-                                     size_t spinning) {
+                                     size_t spinning, const StoppedReportingNote& stopped) {
   std::vector<std::string> out;
-  if (spinning == std::numeric_limits<size_t>::max()) spinning = gpus - gone;
+  if (spinning == std::numeric_limits<size_t>::max()) spinning = gpus - gone - stopped.gpus.size();
   if (c.spin_samples > 0 && spinning > 0) {
     out.push_back(
         fmt::format("{} of {} GPUs at >= {:.0f} % utilization but {:.2f} of their power range "
@@ -233,10 +290,15 @@ std::vector<std::string> HangReasons(const HangEvidence& c, size_t gpus, size_t 
     out.push_back(fmt::format("memory-controller utilization at most {:.0f} %: no data moving",
                               c.util_mem_max_pct));
   }
+  if (!stopped.gpus.empty()) out.push_back(StoppedReportingReason(stopped, host_names));
   std::string names, lost_names;
+  size_t named = 0;
   for (GpuKey k : culprits) {
-    std::string& list = std::find(lost.begin(), lost.end(), k) != lost.end() ? lost_names : names;
+    if (std::find(stopped.gpus.begin(), stopped.gpus.end(), k) != stopped.gpus.end()) continue;
+    const bool is_lost = std::find(lost.begin(), lost.end(), k) != lost.end();
+    std::string& list = is_lost ? lost_names : names;
     list += (list.empty() ? "" : ", ") + GpuName(k, host_names);
+    named += is_lost ? 0 : 1;
   }
   if (!lost_names.empty()) {
     out.push_back(fmt::format(
@@ -249,7 +311,7 @@ std::vector<std::string> HangReasons(const HangEvidence& c, size_t gpus, size_t 
         fmt::format("process gone on {} (memory released) while its peers wait for it", names));
   } else if (gone > 0) {
     // Every gone rank is a lost GPU: said above.
-  } else if (kind == HangKind::kPartial && !culprits.empty()) {
+  } else if (kind == HangKind::kPartial && named > 0) {
     out.push_back(fmt::format(
         "{} hold memory without kernels while the others wait for them: the stuck ranks (one "
         "pipeline stage or communicator)",
@@ -258,12 +320,12 @@ std::vector<std::string> HangReasons(const HangEvidence& c, size_t gpus, size_t 
     out.push_back(
         "no rank on the GPU stands out: look at the processes (py-spy dump, the data loader "
         "workers, the filesystem they read)");
-  } else if (!culprits.empty()) {
+  } else if (named > 0) {
     out.push_back(fmt::format(
         "{} kept computing after the others were already waiting, then entered a collective "
         "nobody else joined: the ranks disagree on the step count",
         names));
-  } else {
+  } else if (culprits.empty()) {
     out.push_back("all ranks entered the wait together; telemetry names no single culprit");
   }
   out.push_back(

@@ -24,7 +24,10 @@ struct GpuView {
   bool classified = false;  // at least one sample classified
   bool in_job = false;      // this GPU held the job's process (reset when the job ends)
   int64_t cur_ms = 0;       // time of the latest classified sample
-  double interval_s = 0;    // the GPU's current sample spacing (the stale limit scales with it)
+  // Time of the latest sample the GPU sent, classified or not yet (the centered window holds the
+  // last few seconds back): when it was last heard from.
+  int64_t heard_ms = std::numeric_limits<int64_t>::min();
+  double interval_s = 0;  // the GPU's current sample spacing (the stale limit scales with it)
   // IsActiveInJob's stale limit in whole ms, for the limit in seconds it was worked out from
   // (CacheStaleLimit; NaN: none, the limit is then compared in seconds). Same answers either way.
   double cached_stale_s = std::numeric_limits<double>::quiet_NaN();
@@ -82,16 +85,30 @@ bool LiveRanksHoldMemory(std::span<const GpuView> views, int64_t now_ms,
 
 // Who a hang candidate that starts at now_ms covers, and whom it blames.
 struct HangMembers {
-  std::vector<GpuKey> gpus;      // the active GPUs, in key order
+  std::vector<GpuKey> gpus;      // the active GPUs and the silent ones, in key order
   std::vector<GpuKey> culprits;  // in key order; empty when telemetry names nobody
+  std::vector<GpuKey> silent;    // the GPUs that stopped reporting (in gpus too), in key order
 };
 
-// Culprits, in order of preference: ranks whose process is gone; else (a hang candidate) the
-// ranks that started spinning last, when they did so more than culprit_margin_s after the first
-// (the others were already waiting on them); else (an over-long checkpoint wait) the quiet ranks.
-// `mode` is kHangCandidate or kCheckpointWait. Views may come in any order.
+// Whether v stopped reporting at the wait that began at wait_start_ms: it held the job, was not
+// gone when last seen, is past its stale limit at now_ms, and fell silent no more than
+// stopped_reporting_window_s before the wait began (a node that crashed, or whose logger died,
+// while its peers went on into a collective it never joined). A GPU silent for longer before
+// the wait was not part of it: its peers went on without it.
+bool StoppedReporting(const GpuView& v, int64_t wait_start_ms, int64_t now_ms,
+                      const TriageOptions& options);
+
+// Members: the active GPUs, and those that stopped reporting at this wait (StoppedReporting; the
+// wait begins at wait_since_ms, or where the first member began spinning, or now_ms). A
+// silent member keeps its place until the hang ends, so its GPU-hours count to the end.
+// Culprits, in order of preference: ranks whose process is gone, and silent ranks that stopped
+// reporting before the wait began, not waiting themselves; else (a hang candidate) the ranks that
+// started spinning last, when they did so more than culprit_margin_s after the first (the others
+// were already waiting on them); else (an over-long checkpoint wait) the quiet ranks. `mode` is
+// kHangCandidate or kCheckpointWait. Views may come in any order.
 HangMembers ChooseHangMembers(std::span<const GpuView> views, JobMode mode, int64_t now_ms,
-                              const TriageOptions& options);
+                              const TriageOptions& options,
+                              int64_t wait_since_ms = std::numeric_limits<int64_t>::max());
 
 // Evidence gathered over a hang candidate's spin samples, for its reasons.
 struct HangEvidence {
@@ -110,17 +127,26 @@ enum class HangKind : uint8_t {
   kOffGpu,   // every rank quiet holding memory for longer than any checkpoint
 };
 
+// Who stopped reporting at a hang, for its reasons: the silent members and how long before the
+// wait began the last of them was heard (negative: that long into the wait).
+struct StoppedReportingNote {
+  std::vector<GpuKey> gpus;
+  double before_wait_s = 0;
+};
+
+// "node1/GPU0-7 stopped reporting 3.0 s before the others began waiting and never came back: ...".
+std::string StoppedReportingReason(const StoppedReportingNote& stopped,
+                                   const std::vector<std::string>& host_names);
+
 // The reasons of a hang confirmed after spin_s of spin over `gpus` GPUs: what the spinning GPUs
 // read, and who is to blame. gone: how many of them have no process any more (lost GPUs
-// included); lost: the culprits the driver reported lost (fell off the bus); host_names by
-// GpuKey::host.
-std::vector<std::string> HangReasons(const HangEvidence& evidence, size_t gpus, size_t gone,
-                                     const std::vector<GpuKey>& culprits, double spin_s,
-                                     const Thresholds& thresholds,
-                                     const std::vector<std::string>& host_names,
-                                     const std::vector<GpuKey>& lost = {},
-                                     HangKind kind = HangKind::kSpin,
-                                     size_t spinning = std::numeric_limits<size_t>::max());
+// included); lost: the culprits the driver reported lost (fell off the bus); stopped: the
+// members that stopped reporting (neither gone nor spinning); host_names by GpuKey::host.
+std::vector<std::string> HangReasons(
+    const HangEvidence& evidence, size_t gpus, size_t gone, const std::vector<GpuKey>& culprits,
+    double spin_s, const Thresholds& thresholds, const std::vector<std::string>& host_names,
+    const std::vector<GpuKey>& lost = {}, HangKind kind = HangKind::kSpin,
+    size_t spinning = std::numeric_limits<size_t>::max(), const StoppedReportingNote& stopped = {});
 
 // The reason of a hang called because peers waited on quiet ranks for waited_s (a partial hang:
 // `spinning` ranks wait, `quiet` ranks hold memory without kernels).
@@ -133,5 +159,8 @@ std::string OffGpuStallReason(double quiet_s, double max_checkpoint_s, size_t gp
 
 // "node0/GPU3", or "host0/GPU3" for a host without a name.
 std::string GpuName(GpuKey key, const std::vector<std::string>& host_names);
+// GPUs in words, compact: "node1/GPU3, node1/GPU5" up to four, else
+// "16 GPUs (node0/GPU0-7, node1/GPU0-7)"; "none" for none. keys in key order.
+std::string GpuListName(std::span<const GpuKey> keys, const std::vector<std::string>& host_names);
 
 }  // namespace ww::triage

@@ -31,6 +31,12 @@ struct TriageOptions {
   // from the moment the wait began (samples are held back that long to allow it).
   double max_checkpoint_s = 1800;
   double culprit_margin_s = 1.5;  // ranks that started spinning this close to the last one
+  // A GPU of the job that fell silent (no sample past its stale limit: a node that crashed, a
+  // logger that died) at most this long before its peers began waiting is part of their hang:
+  // named as the one that stopped reporting, its GPU-hours counted to the hang's end. The
+  // confirmation window: a rank cannot train that long after a peer has gone, as every step
+  // needs its collectives.
+  double stopped_reporting_window_s = 30;
   // Utilization is averaged over +-this around a sample to tell "no kernels" from "some": a saving
   // rank's copy kernels make single 100 ms readings of 10-30 %, which alone would read as work.
   double util_smoothing_half_s = 0.5;

@@ -27,6 +27,11 @@ json HangEventJson(const triage::HangEpisode& e, const char* event,
   for (GpuKey k : e.culprits) culprits.push_back(name(k));
   j["gpus"] = gpus;
   j["culprits"] = culprits;
+  if (!e.stopped_reporting.empty()) {
+    json silent = json::array();
+    for (GpuKey k : e.stopped_reporting) silent.push_back(name(k));
+    j["stopped_reporting"] = std::move(silent);
+  }
   j["reasons"] = e.reasons;
   j["wasted_gpu_hours"] = e.wasted_gpu_hours();
   j["host"] = identity.host;

@@ -285,6 +285,94 @@ TEST(HangTrackerTest, EndOfInputClosesAConfirmedHangAsOngoing) {
   EXPECT_FALSE(h.End(50'000, true).ended) << "nothing left open";
 }
 
+// A host that stopped reporting (a crashed node, a dead logger) while its peers spin: host 1's two
+// GPUs were last heard, computing, at silent_ms; host 0's two GPUs spin from spin_ms on.
+std::vector<GpuView> HostStopped(int64_t now_ms, int64_t silent_ms, int64_t spin_ms) {
+  std::vector<GpuView> v = {V(0, L::kSpin, now_ms, spin_ms), V(1, L::kSpin, now_ms, spin_ms)};
+  for (uint16_t gpu : {0, 1}) {
+    GpuView g = V(gpu, L::kBusy, silent_ms - 3000);  // classified a window behind
+    g.key = {1, gpu};
+    g.heard_ms = silent_ms;
+    v.push_back(g);
+  }
+  return v;
+}
+
+TEST(HangTrackerTest, AHostThatStoppedReportingBeforeTheWaitIsInTheHangAndBlamed) {
+  HangTracker h({});
+  h.SetHostNames({"node0", "node1"});
+  // node1 last heard at 0; its peers spin from 2 s on (past its stale limit from 5 s on).
+  for (int64_t t = 6'000; t <= 40'000; t += 1000) {
+    h.Update(M::kHangCandidate, HostStopped(t, 0, 2'000), t);
+  }
+  ASSERT_NE(h.active(), nullptr);
+  const HangEpisode& e = *h.active();
+  EXPECT_THAT(e.gpus, ElementsAre(GpuKey{0, 0}, GpuKey{0, 1}, GpuKey{1, 0}, GpuKey{1, 1}))
+      << "the silent host's GPUs are members: its GPU-hours count";
+  EXPECT_THAT(e.stopped_reporting, ElementsAre(GpuKey{1, 0}, GpuKey{1, 1}));
+  EXPECT_THAT(e.culprits, ElementsAre(GpuKey{1, 0}, GpuKey{1, 1}))
+      << "it was computing when last heard, before the others began waiting";
+  EXPECT_THAT(e.reasons, Contains(HasSubstr("node1/GPU0, node1/GPU1 stopped reporting 6.0 s "
+                                            "before the others began waiting")));
+  EXPECT_THAT(e.reasons, Contains(HasSubstr("2 of 4 GPUs at >= 90 % utilization")));
+  EXPECT_THAT(e.reasons, ::testing::Not(Contains(HasSubstr("all ranks entered the wait"))));
+  // The peers spin on for an hour: the hang stays open, four GPUs wide.
+  for (int64_t t = 41'000; t <= 3'606'000; t += 5000) {
+    h.Update(M::kHangCandidate, HostStopped(t, 0, 2'000), t);
+  }
+  h.End(3'606'000, true, HostStopped(3'606'000, 0, 2'000));
+  ASSERT_EQ(h.episodes().size(), 1u);
+  EXPECT_EQ(h.episodes()[0].end_ms, 3'606'000) << "not closed 30 s after node1's last sample";
+  EXPECT_NEAR(h.episodes()[0].wasted_gpu_hours(), 4.0, 0.01);
+}
+
+TEST(HangTrackerTest, AHostSilentLongBeforeTheWaitIsNotPartOfIt) {
+  HangTracker h({});
+  // node1 last heard 40 s before its peers began waiting (past stopped_reporting_window_s: they
+  // went on without it, so its log ended for another reason).
+  for (int64_t t = 40'000; t <= 80'000; t += 1000) {
+    h.Update(M::kHangCandidate, HostStopped(t, 0, 40'000), t);
+  }
+  ASSERT_NE(h.active(), nullptr);
+  EXPECT_THAT(h.active()->gpus, ElementsAre(GpuKey{0, 0}, GpuKey{0, 1}));
+  EXPECT_THAT(h.active()->stopped_reporting, IsEmpty());
+  EXPECT_THAT(h.active()->culprits, IsEmpty());
+}
+
+TEST(HangTrackerTest, AMemberThatFallsSilentDuringTheHangIsNamedNotBlamed) {
+  HangTracker h({});
+  h.SetHostNames({"node0", "node1"});
+  // All four spin from 0; node1 is last heard at 60 s, after the confirmation.
+  auto views = [](int64_t t) {
+    std::vector<GpuView> v = Spinning(t);
+    for (uint16_t gpu : {0, 1}) {
+      GpuView g = V(gpu, L::kSpin, std::min<int64_t>(t, 60'000));
+      g.key = {1, gpu};
+      g.heard_ms = g.cur_ms;
+      v.push_back(g);
+    }
+    return v;
+  };
+  for (int64_t t = 0; t <= 200'000; t += 1000) h.Update(M::kHangCandidate, views(t), t);
+  h.End(200'000, true, views(200'000));
+  ASSERT_EQ(h.episodes().size(), 1u);
+  const HangEpisode& e = h.episodes()[0];
+  EXPECT_EQ(e.gpus.size(), 4u);
+  EXPECT_EQ(e.end_ms, 200'000);
+  EXPECT_THAT(e.stopped_reporting, ElementsAre(GpuKey{1, 0}, GpuKey{1, 1}));
+  EXPECT_THAT(e.culprits, IsEmpty()) << "it was waiting like the others when it went quiet";
+  EXPECT_THAT(e.reasons, Contains(HasSubstr("stopped reporting 1m00s into the wait")));
+}
+
+TEST(HangTrackerTest, EveryoneFallingSilentNamesNobody) {
+  HangTracker h({});
+  Feed(h, M::kHangCandidate, 0, 50'000);
+  // The input stops for every GPU (the end of the logs): no host stopped on its own.
+  h.End(80'000, true, Spinning(49'000));
+  ASSERT_EQ(h.episodes().size(), 1u);
+  EXPECT_THAT(h.episodes()[0].stopped_reporting, IsEmpty());
+}
+
 // ---- CheckpointTracker ----
 
 std::vector<GpuView> Saving(int64_t t) {
