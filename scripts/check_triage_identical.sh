@@ -12,19 +12,8 @@
 # Exit: 0 all identical; 1 some output differs (each one named); 2 usage or a run that failed.
 set -uo pipefail
 
-if [ $# -lt 2 ] || [ $# -gt 3 ]; then
-  echo "usage: $0 OLD_BIN NEW_BIN [OUT_DIR]" >&2
-  exit 2
-fi
-OLD=$1
-NEW=$2
-OUT=${3:-$(mktemp -d "${TMPDIR:-/tmp}/triage-identical-XXXXXX")}
-for bin in "$OLD" "$NEW"; do
-  if [ ! -x "$bin" ]; then
-    echo "$0: $bin: not an executable" >&2
-    exit 2
-  fi
-done
+# shellcheck source=scripts/identical_args.sh
+source "$(dirname "$0")/identical_args.sh" triage "$@"
 REPO=$(cd "$(dirname "$0")/.." && pwd)
 REAL_DIR=${WW_REAL_TRACES:-$REPO/../shared/traces/real}
 mkdir -p "$OUT/sim" "$OUT/old" "$OUT/new"
