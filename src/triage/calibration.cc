@@ -45,21 +45,34 @@ size_t Bin(double w) {
 
 }  // namespace
 
-PowerCalibration::PowerCalibration(const std::string& name) : all_hist_(kBins), busy_hist_(kBins) {
-  if (auto m = LookupGpuModel(name)) {
-    table_tdp_w_ = m->tdp_w;
-    const PowerLimitRange limits = PlausiblePowerLimits(*m);
-    table_min_limit_w_ = limits.min_w;
-    table_max_limit_w_ = limits.max_w;
-    table_idle_w_ = m->idle_w;
-    table_spin_hi_w_ = m->spin_hi_w;
-    table_name_ = std::string(m->name);
-  }
+PowerCalibration::PowerCalibration(const std::string& name)
+    : logged_name_(name), all_hist_(kBins), busy_hist_(kBins) {
+  if (auto m = LookupGpuModel(name)) SeedFromTable(*m);
   Recompute();
 }
 
+void PowerCalibration::SeedFromTable(const GpuModel& m) {
+  table_tdp_w_ = m.tdp_w;
+  const PowerLimitRange limits = PlausiblePowerLimits(m);
+  table_min_limit_w_ = limits.min_w;
+  table_max_limit_w_ = limits.max_w;
+  table_idle_w_ = m.idle_w;
+  table_spin_hi_w_ = m.spin_hi_w;
+  table_name_ = std::string(m.name);
+}
+
 void PowerCalibration::Add(double power_w, std::optional<double> util_pct,
-                           std::optional<double> limit_w) {
+                           std::optional<double> limit_w, std::optional<double> memory_total_mib) {
+  if (!table_tdp_w_ && !board_tried_ && limit_w && memory_total_mib) {
+    // No board by its name: its limit and memory total may still say which it is (a home-made
+    // log without the name, a board the table names otherwise), as for a snapshot.
+    board_tried_ = true;
+    if (auto m = MatchBoard(logged_name_, limit_w, memory_total_mib)) {
+      SeedFromTable(*m->model);
+      table_match_ = m->how;
+      since_recompute_ = 1 << 30;
+    }
+  }
   if (limit_w && *limit_w > 0 && table_max_limit_w_ &&
       (*limit_w < *table_min_limit_w_ || *limit_w > *table_max_limit_w_)) {
     // A limit the board cannot have must not scale every reading: the table's TDP stays the top.
@@ -264,6 +277,10 @@ std::optional<std::string> PowerCalibration::implausible_limit_note() const {
 }
 
 std::string PowerCalibration::source() const {
+  if (limit_w_ && !table_match_.empty()) {
+    return fmt::format("power.limit {:.0f} W, floor {:.0f} W; board {} (by its {})", *limit_w_,
+                       floor_w_, table_name_, table_match_);
+  }
   if (limit_w_) return fmt::format("power.limit {:.0f} W, floor {:.0f} W", *limit_w_, floor_w_);
   if (table_tdp_w_) {
     return fmt::format("table: {} (TDP {:.0f} W), floor {:.0f} W", table_name_, *table_tdp_w_,

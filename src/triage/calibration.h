@@ -11,6 +11,10 @@
 #include <string>
 #include <vector>
 
+namespace ww {
+struct GpuModel;
+}
+
 namespace ww::triage {
 
 class PowerCalibration {
@@ -19,7 +23,11 @@ class PowerCalibration {
   explicit PowerCalibration(const std::string& name = "");
 
   // Records one reading. util_pct may be absent.
-  void Add(double power_w, std::optional<double> util_pct, std::optional<double> limit_w);
+  // memory_total_mib: the board's memory total when logged; with the limit it recognizes a
+  // board whose name is not logged or not in the table (MatchBoard), once, at the first reading
+  // that has both.
+  void Add(double power_w, std::optional<double> util_pct, std::optional<double> limit_w,
+           std::optional<double> memory_total_mib = std::nullopt);
 
   // Idle floor (no kernels, clocks down), in W.
   double floor_w() const { return floor_w_; }
@@ -74,6 +82,7 @@ class PowerCalibration {
  private:
   void Recompute();
   void LearnSpinLevel();
+  void SeedFromTable(const GpuModel& m);
   static double Percentile(const std::vector<uint32_t>& hist, uint64_t total, double q);
 
   std::optional<double> table_tdp_w_;
@@ -83,6 +92,9 @@ class PowerCalibration {
   std::optional<double> table_spin_hi_w_;
   double quiet_min_w_ = 1e18;  // lowest reading without kernels (utilization < 20 % or unlogged)
   std::string table_name_;
+  std::string logged_name_;
+  std::string table_match_;   // how a board not known by its name was recognized, or ""
+  bool board_tried_ = false;  // MatchBoard by limit and memory was tried
   std::optional<double> limit_w_;
   std::vector<uint32_t> all_hist_;   // 2 W bins
   std::vector<uint32_t> busy_hist_;  // readings with util >= 90 %

@@ -201,9 +201,16 @@ void TriageEngine::Classify(Gpu& g, const SampleFeatures& f) {
       OnGap(last_classified_ms_, now_ms);
     }
   }
+  const int64_t job_ms = last_classified_ms_;
   last_classified_ms_ = std::max(last_classified_ms_, now_ms);
   ApplySample(f, &views_[g.view]);
   RenewSlot(g.view);
+  // A reading the job's time passed by more than its GPU's stale limit (the last readings of a
+  // host that stopped reporting, classified only when the input ends): the job went on without
+  // it then, so it labels its GPU but moves no episode back in time (a hang would end where that
+  // host fell silent).
+  const bool late = job_ms != INT64_MIN && now_ms < job_ms && views_[g.view].in_job &&
+                    !IsActiveInJob(views_[g.view], job_ms, options_);
   if (f.lost && !g.lost) {
     TriageEvent e;
     e.kind = TriageEvent::Kind::kGpuLost;
@@ -229,7 +236,7 @@ void TriageEngine::Classify(Gpu& g, const SampleFeatures& f) {
   const JobMode mode =
       ClassifyJob(inexact_slots_ == 0 ? CountSlots(slots_, now_ms, single)
                                       : CountJob(views_, now_ms, options_, single));
-  if (job_end_.Update(mode, now_ms)) {
+  if (!late && job_end_.Update(mode, now_ms)) {
     // The job is over; a relaunch starts afresh.
     trained_ = false;
     trained_s_ = 0;
@@ -248,7 +255,9 @@ void TriageEngine::Classify(Gpu& g, const SampleFeatures& f) {
                      trained_s_ >= options_.min_training_before_quiet_s && !single &&
                      LiveRanksHoldMemory(views_, now_ms, options_);
   // (Nothing quiet and nothing pending: the common case, skipped.)
-  if (quiet || quiet_.since_ms()) OnQuietUpdate(quiet_.Update(mode, quiet, views_, now_ms));
+  if (!late && (quiet || quiet_.since_ms())) {
+    OnQuietUpdate(quiet_.Update(mode, quiet, views_, now_ms));
+  }
   HangContext ctx;
   if (auto since = quiet_.since_ms()) ctx.quiet_since_ms = *since;
   ctx.one_gpu = single;
@@ -260,9 +269,11 @@ void TriageEngine::Classify(Gpu& g, const SampleFeatures& f) {
     }
     if (ctx.one_gpu_spinning && options_.world_size == 0) one_gpu_spin_s_ += f.dt_s;
   }
-  OnHangUpdate(hang_.Update(mode, views_, now_ms, ctx), now_ms);
-  // Nothing saves during a hang (a wait that outlasted any checkpoint is one).
-  checkpoints_.Update(hang_.active() ? JobMode::kHangCandidate : mode, views_, now_ms);
+  if (!late) {
+    OnHangUpdate(hang_.Update(mode, views_, now_ms, ctx), now_ms);
+    // Nothing saves during a hang (a wait that outlasted any checkpoint is one).
+    checkpoints_.Update(hang_.active() ? JobMode::kHangCandidate : mode, views_, now_ms);
+  }
 
   const bool loaded = f.proc == ProcState::kLoaded || f.proc == ProcState::kUnknown;
   GpuState state = DecideState(f.cls, f.starved, mode, trained_, loaded);
@@ -283,7 +294,8 @@ void TriageEngine::Classify(Gpu& g, const SampleFeatures& f) {
     state = share >= 0.5 ? GpuState::kCompute : GpuState::kCommunication;
   }
   const GpuKey key = views_[g.view].key;
-  if (hang_.InActiveHang(key)) state = GpuState::kHang;
+  // (A late reading from before the hang began keeps its own state.)
+  if (hang_.InActiveHang(key) && now_ms >= hang_.active()->start_ms) state = GpuState::kHang;
 
   if (!g.has_live || g.live != state) {
     if (observer_ && g.has_live) observer_->OnStateChange(key, g.live, state, now_ms);

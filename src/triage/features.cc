@@ -37,7 +37,7 @@ bool GpuWindows::Add(const GpuSample& s) {
   last_in_ms_ = s.timestamp_ms;
 
   std::optional<double> power = s.power_w ? s.power_w : s.power_instant_w;
-  if (power) cal_.Add(*power, s.util_gpu_pct, s.power_limit_w);
+  if (power) cal_.Add(*power, s.util_gpu_pct, s.power_limit_w, s.mem_total_mib);
   // Power that cannot be placed in the board's range is no evidence (PowerCalibration::placed):
   // the sample is classified as if power were not logged, and the evidence says why.
   power_placed_ = !power || cal_.placed();

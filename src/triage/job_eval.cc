@@ -163,7 +163,10 @@ bool StoppedReporting(const GpuView& v, int64_t wait_start_ms, int64_t now_ms,
                       const TriageOptions& options) {
   if (!v.classified || !v.in_job || v.cls == LocalClass::kGone) return false;
   if (IsActiveInJob(v, now_ms, options)) return false;
-  const auto window_ms = static_cast<int64_t>(options.stopped_reporting_window_s * 1000);
+  // At coarse sampling the last reading may precede the crash, and the peers' first spinning one
+  // follow it, by an interval each.
+  const auto window_ms = static_cast<int64_t>(
+      std::max(options.stopped_reporting_window_s, options.stale_intervals * v.interval_s) * 1000);
   return std::max(v.cur_ms, v.heard_ms) >= wait_start_ms - window_ms;
 }
 

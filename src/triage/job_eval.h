@@ -92,9 +92,10 @@ struct HangMembers {
 
 // Whether v stopped reporting at the wait that began at wait_start_ms: it held the job, was not
 // gone when last seen, is past its stale limit at now_ms, and fell silent no more than
-// stopped_reporting_window_s before the wait began (a node that crashed, or whose logger died,
-// while its peers went on into a collective it never joined). A GPU silent for longer before
-// the wait was not part of it: its peers went on without it.
+// stopped_reporting_window_s (or stale_intervals of its sample spacing) before the wait began (a
+// node that crashed, or whose logger died, while its peers went on into a collective it never
+// joined). A GPU silent for longer before the wait was not part of it: its peers went on without
+// it.
 bool StoppedReporting(const GpuView& v, int64_t wait_start_ms, int64_t now_ms,
                       const TriageOptions& options);
 

@@ -404,6 +404,30 @@ TEST(CalibrationTest, LoggedLimitIsTheTop) {
   EXPECT_DOUBLE_EQ(c.top_w(), 600);
 }
 
+TEST(CalibrationTest, ABoardWithoutItsNameIsKnownByItsLimitAndMemory) {
+  // A T4 logged without its name (a home-made logger's CSV with the limit and memory total): its
+  // wait band (40-48 W of its 70 W, 57 % of the cap) comes from the table, as with the name.
+  PowerCalibration named("Tesla T4");
+  PowerCalibration nameless("");
+  ASSERT_TRUE(named.BoardSpinThresholdFrac());
+  EXPECT_FALSE(nameless.BoardSpinThresholdFrac()) << "nothing known before a reading";
+  nameless.Add(40, 100, 70, 15360);
+  ASSERT_TRUE(nameless.BoardSpinThresholdFrac()) << nameless.source();
+  EXPECT_DOUBLE_EQ(*nameless.BoardSpinThresholdFrac(), *named.BoardSpinThresholdFrac());
+  EXPECT_DOUBLE_EQ(nameless.floor_w(), 10) << "the table's idle floor";
+  EXPECT_NE(nameless.source().find("board Tesla T4 (by its power limit 70 W and 15360 MiB"),
+            std::string::npos)
+      << nameless.source();
+  // The limit alone (no memory total) fits several boards: nothing is assumed.
+  PowerCalibration limit_only("");
+  limit_only.Add(40, 100, 70);
+  EXPECT_FALSE(limit_only.BoardSpinThresholdFrac());
+  // Numbers no board has: learned from the log, as before.
+  PowerCalibration odd("");
+  odd.Add(40, 100, 123, 4567);
+  EXPECT_FALSE(odd.BoardSpinThresholdFrac());
+}
+
 TEST(CalibrationTest, UnknownModelCalibratesFromObservedRange) {
   PowerCalibration c("Acme Tensor X1");  // a board the table does not know
   // 32 idle readings at 30 W, 448 compute readings at 580-600 W, 160 spins at 150 W.

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 
 #include "telemetry/gpu_models.h"
@@ -27,7 +28,14 @@ std::vector<Case> AllCases() {
   // The fourth is a board the table does not know: triage works from its power.limit alone.
   const std::vector<std::string> models = {"h100", "a100", "b300", "Acme Tensor X1:600:30"};
   uint64_t seed = 11;
+  // Scenarios added later draw their seeds after all the others (`later`), so the cases
+  // that were there keep theirs.
+  const std::vector<std::string> later = {"host-crash"};
+  auto is_later = [&](const std::string& s) {
+    return std::find(later.begin(), later.end(), s) != later.end();
+  };
   for (const auto& s : sim::ScenarioNames()) {
+    if (is_later(s)) continue;
     for (const auto& m : models) {
       // nvidia-smi at 100 ms; at 1 s, 15 s and 30 s both without activity counters (nvidia-smi,
       // W&B) and with them (dcgm-exporter, dcgmi dmon).
@@ -41,7 +49,9 @@ std::vector<Case> AllCases() {
   // its limit, a T4 at 57 %, a GB200 at ~21 %. Every scenario at 1 s; the hangs, a save, healthy
   // work and steady mid-power compute also at 100 ms, 15 s and 30 s.
   for (const std::string m : {"v100", "t4", "gb200"}) {
-    for (const auto& s : sim::ScenarioNames()) cases.push_back({s, m, 1000, 0, seed++, false});
+    for (const auto& s : sim::ScenarioNames()) {
+      if (!is_later(s)) cases.push_back({s, m, 1000, 0, seed++, false});
+    }
     for (const std::string s : {"hang-spin", "hang-exit", "partial-hang", "checkpoint-rank0",
                                 "healthy", "steady-midpower"}) {
       for (int64_t iv : {100, 15000, 30000}) cases.push_back({s, m, iv, 0, seed++, false});
@@ -51,6 +61,16 @@ std::vector<Case> AllCases() {
   for (const auto& s : {"healthy", "hang-spin", "checkpoint-rank0", "starvation"}) {
     cases.push_back({s, "h100", 100, 450, seed++, false});
     cases.push_back({s, "b300", 1000, 800, seed++, true});
+  }
+  // The later scenarios, as the others: every model and interval, and the measured boards at 1 s.
+  for (const auto& s : later) {
+    for (const auto& m : models) {
+      cases.push_back({s, m, 100, 0, seed++, false});
+      for (int64_t iv : {1000, 15000, 30000}) {
+        for (bool act : {false, true}) cases.push_back({s, m, iv, 0, seed++, act});
+      }
+    }
+    for (const std::string m : {"v100", "t4", "gb200"}) cases.push_back({s, m, 1000, 0, seed++});
   }
   return cases;
 }

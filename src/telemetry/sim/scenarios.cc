@@ -50,8 +50,9 @@ void FitPhasesToInterval(ScenarioConfig* c) {
 
 std::vector<std::string> ScenarioNames() {
   std::vector<std::string> names = {
-      "healthy",   "starvation", "checkpoint-all", "checkpoint-rank0", "hang-spin",
-      "hang-exit", "multi-host", "field-report",   "straggler",        "straggler-throttled"};
+      "healthy",   "starvation",          "checkpoint-all", "checkpoint-rank0",
+      "hang-spin", "hang-exit",           "multi-host",     "field-report",
+      "straggler", "straggler-throttled", "host-crash"};
   for (auto& n : VerdictScenarioNames()) names.push_back(std::move(n));
   return names;
 }
@@ -213,7 +214,8 @@ Result<ScenarioConfig> MakeScenario(const std::string& name, const ScenarioOptio
   // 64 x 4096 tokens per step, ~5 s).
   c.step_s = 2.0 + 4.0 * u01(rng);
 
-  const int default_hosts = (name == "multi-host" || name == "field-report") ? 2 : 1;
+  const int default_hosts =
+      (name == "multi-host" || name == "field-report" || name == "host-crash") ? 2 : 1;
   c.hosts = options.hosts > 0 ? options.hosts : default_hosts;
   const bool one_gpu_scenario = name == "single-gpu" || name == "single-gpu-nopower";
   c.gpus_per_host = options.gpus_per_host > 0 ? options.gpus_per_host : (one_gpu_scenario ? 1 : 8);
@@ -283,6 +285,17 @@ Result<ScenarioConfig> MakeScenario(const std::string& name, const ScenarioOptio
     c.phases.push_back({K::kTrain, 60, {}});
     c.phases.push_back({K::kHangSpin, 300, {world / 2 + 3}, 4});
     c.phases.push_back({K::kNoProcess, 10, {}});
+  } else if (name == "host-crash") {
+    // The last host goes down mid-training (a kernel panic, a lost network): its GPUs and its
+    // logger fall silent, the other hosts' ranks wait for it in a collective until the end.
+    // With one host, its last GPU's log stops instead.
+    prologue();
+    c.phases.push_back({K::kTrain, 60, {}});
+    std::vector<int> down;
+    for (int r = (c.hosts - 1) * c.gpus_per_host; r < world; ++r) down.push_back(r);
+    if (c.hosts == 1) down = {world - 1};
+    if (world < 2) return Status::InvalidInput("host-crash needs at least two GPUs");
+    c.phases.push_back({K::kHostCrash, 200, down});
   } else if (name == "straggler" || name == "straggler-throttled") {
     // One rank consistently slower (a degraded board, a power cap): the others wait for it in
     // every step's collective.

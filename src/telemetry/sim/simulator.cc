@@ -54,6 +54,7 @@ struct Simulator::GpuSim {
   double act_nvlink = 0, act_pcie = 0;
   double compute_factor = 1.0;  // per-GPU silicon variation
   double model_mem_mib = 0;
+  bool crashed = false;  // its host went down (kHostCrash): silent to the end
 };
 
 Simulator::Simulator(ScenarioConfig config) : config_(std::move(config)), rng_(config_.seed) {
@@ -231,6 +232,9 @@ Simulator::Instant Simulator::InstantAt(int rank, double t_s) {
       in = {GpuState::kCompute, true, std::min(cap, w), gpu.model_mem_mib, 30, true};
       break;
     }
+    case PhaseKind::kHostCrash:
+      in = {GpuState::kHang, true, spin_w, gpu.model_mem_mib, 0, true, !singled_out};
+      break;
     case PhaseKind::kPartialHang:
       if (singled_out) {
         in = {GpuState::kHang, false, loaded_w, gpu.model_mem_mib, 0, true};
@@ -340,6 +344,12 @@ bool Simulator::NextTick(std::vector<GpuSample>* samples, std::vector<TruthLabel
       if (last.truth == GpuState::kCommunication) truth_comm_s_ += dt;
       if (last.truth == GpuState::kCompute) truth_compute_s_ += dt;
     }
+    if (!last.reporting) g.crashed = true;
+    if (g.crashed) {
+      g.busy_substeps = 0;
+      g.substeps = 0;
+      continue;
+    }
     GpuSample out;
     // Rows of one tick are a few ms apart, GPU 0 first, as nvidia-smi writes them.
     out.timestamp_ms = config_.start_unix_ms + static_cast<int64_t>(std::llround(next_t * 1000)) +
@@ -433,7 +443,8 @@ std::vector<TruthHang> Simulator::truth_hangs() const {
   for (size_t i = 0; i < config_.phases.size(); ++i) {
     const Phase& p = config_.phases[i];
     if (p.kind != PhaseKind::kHangSpin && p.kind != PhaseKind::kHangExit &&
-        p.kind != PhaseKind::kOffGpuStall && p.kind != PhaseKind::kPartialHang) {
+        p.kind != PhaseKind::kOffGpuStall && p.kind != PhaseKind::kPartialHang &&
+        p.kind != PhaseKind::kHostCrash) {
       continue;
     }
     const double start_s = phase_starts_s_[i] + (p.kind == PhaseKind::kHangSpin ? p.lead_s : 0);

@@ -45,6 +45,9 @@ enum class PhaseKind {
                       // collective they never leave: a hang, culprits = `ranks`
   kSteadyMidPower,    // every rank computing at about half its board's power, flat, 100 %
                       // utilization (an FP32 GEMM without tensor cores, a memory-bound kernel)
+  kHostCrash,         // the hosts of `ranks` crash: their GPUs send no sample from then on (the
+                      // node and its logger are gone); the others spin in a collective they never
+                      // leave: a hang, culprits = `ranks`
 };
 
 struct Phase {
@@ -111,8 +114,8 @@ struct TruthLabel {
 };
 
 // Names of built-in scenarios: healthy, starvation, checkpoint-all, checkpoint-rank0, hang-spin,
-// hang-exit, multi-host, field-report, straggler, straggler-throttled, and the honest-verdict ones
-// (VerdictScenarioNames).
+// hang-exit, multi-host, field-report, straggler, straggler-throttled, host-crash, and the
+// honest-verdict ones (VerdictScenarioNames).
 std::vector<std::string> ScenarioNames();
 
 // single-gpu, single-gpu-nopower, end-tail (memory.used not logged), end-tail-held,
@@ -171,6 +174,7 @@ class Simulator {
     double mem_mib;
     double util_mem_pct;
     bool process;
+    bool reporting = true;  // false: the GPU's host is down, no sample (kHostCrash)
   };
   // What the SMs, tensor pipes, DRAM and links do at one instant (DCGM PROF fields).
   struct Activity {
