@@ -35,8 +35,7 @@ for scenario in $scenarios; do
       for format in $formats; do
         name=$scenario-seed$seed-$interval-$format
         for side in old new; do
-          bin=$OLD
-          [ "$side" = new ] && bin=$NEW
+          bin=$(side_bin "$side")
           dir=$OUT/$side/$name
           mkdir -p "$dir/logs"
           # The paths printed on stdout differ by side; run from the side's directory.

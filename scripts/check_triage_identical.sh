@@ -38,8 +38,7 @@ triage() {
   shift
   local side bin
   for side in old new; do
-    bin=$OLD
-    [ "$side" = new ] && bin=$NEW
+    bin=$(side_bin "$side")
     "$bin" triage "$@" --json-out "$OUT/$side/$name.json" --labels "$OUT/$side/$name.labels.csv" \
       --color never > "$OUT/$side/$name.txt" 2> "$OUT/$side/$name.err"
     echo $? > "$OUT/$side/$name.rc"

@@ -17,3 +17,8 @@ for bin in "$OLD" "$NEW"; do
     exit 2
   fi
 done
+
+# side_bin SIDE: the binary that runs for SIDE (old or new).
+side_bin() {
+  if [ "$1" = new ]; then echo "$NEW"; else echo "$OLD"; fi
+}

@@ -52,7 +52,7 @@ struct CorpusSummary {
   std::vector<SourceRead> sources;
 };
 
-// What the gate knows about a tokenizer.json (parsed here; independent of the encoder).
+// What the gate knows about a tokenizer.json (read by tokjson::FindTokenIds; no encoder).
 struct TokenizerFacts {
   std::string path;
   uint64_t vocab_size = 0;  // largest id + 1, added tokens included

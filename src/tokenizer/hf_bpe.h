@@ -44,7 +44,7 @@
 
 namespace ww {
 
-class PcreRegex;  // hf_bpe.cc
+class PcreRegex;  // pcre_regex.h
 
 class HfBpeTokenizer final : public Tokenizer {
  public:

@@ -2,7 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstring>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
 #include <vector>
@@ -371,6 +373,59 @@ Status ParseMerges(std::string_view array, const std::string& source,
     }
     return sc.Expect(']');
   }
+}
+
+Result<TokenIds> FindTokenIds(std::string_view text, const std::string& source,
+                              const std::vector<std::string>& names) {
+  // model.vocab (most of a 33 MB Gemma-3 file) is decoded by the scanner, and only the small rest
+  // of the document is DOM-parsed.
+  auto big = SplitBigMembers(text, source);
+  if (!big.ok()) return big.status();
+  auto j = nlohmann::json::parse(big->rest, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object()) {
+    return Status::InvalidInput(
+        fmt::format("{}: not a tokenizer.json (not a JSON object)", source));
+  }
+  // Only the ids of `names` are kept, not the whole vocabulary.
+  std::map<std::string, uint64_t, std::less<>> wanted;
+  for (const std::string& name : names) wanted.emplace(name, UINT64_MAX);
+  uint64_t id_count = 0;
+  auto note = [&](std::string_view token, uint64_t id) {
+    if (auto it = wanted.find(token); it != wanted.end() && it->second == UINT64_MAX) {
+      it->second = id;
+    }
+    id_count = std::max(id_count, id + 1);
+  };
+  if (auto it = j.find("added_tokens"); it != j.end() && it->is_array()) {
+    for (const auto& t : *it) {
+      if (t.is_object() && t.contains("content") && t["content"].is_string() && t.contains("id") &&
+          t["id"].is_number_unsigned()) {
+        note(t["content"].get_ref<const std::string&>(), t["id"].get<uint64_t>());
+      }
+    }
+  }
+  if (!big->vocab.empty()) {
+    WW_RETURN_IF_ERROR(ParseVocab(big->vocab, source,
+                                  [&](const std::string& tok, uint64_t id) { note(tok, id); }));
+  } else if (auto m = j.find("model"); m != j.end() && m->is_object()) {
+    // Unigram: [[piece, score], ...], id = position (an array the scanner leaves in the rest).
+    if (auto v = m->find("vocab"); v != m->end() && v->is_array()) {
+      for (size_t i = 0; i < v->size(); ++i) {
+        if ((*v)[i].is_array() && !(*v)[i].empty() && (*v)[i][0].is_string()) {
+          note((*v)[i][0].get_ref<const std::string&>(), i);
+        }
+      }
+    }
+  }
+  if (id_count == 0) {
+    return Status::InvalidInput(fmt::format("{}: no vocabulary (model.vocab) found", source));
+  }
+  TokenIds out;
+  out.id_count = id_count;
+  for (auto& [name, id] : wanted) {
+    if (id != UINT64_MAX) out.ids.emplace(name, id);
+  }
+  return out;
 }
 
 }  // namespace ww::tokjson

@@ -3,14 +3,18 @@
 // scanner finds their byte ranges, hands the rest of the document (small) back for a DOM parse,
 // and decodes the two ranges directly into callbacks with no intermediate allocation per entry.
 // Everything outside the two ranges is validated by the DOM parse of the remainder; inside them
-// this code is a strict JSON parser for exactly the shapes tokenizer.json uses.
+// this code is a strict JSON parser for exactly the shapes tokenizer.json uses. FindTokenIds
+// serves readers that need a few ids and no encoder (the gate), so tokenizer.json is read here
+// only.
 // Thread-safety: pure functions.
 #pragma once
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "core/status.h"
 
@@ -42,5 +46,17 @@ Status ParseMerges(std::string_view array, const std::string& source,
 // everything built from the document afterwards (the DOM, the normalizer and pre-tokenizer
 // Sequences, which recurse) stays within max_depth.
 Status CheckNestingDepth(std::string_view text, size_t max_depth, const std::string& source);
+
+// The ids a whole tokenizer.json `text` gives `names`, and its id count (largest id + 1, added
+// tokens included), for a reader that needs a few ids and no encoder (the gate). Any model type:
+// model.vocab is an object (BPE, WordPiece) or Unigram's [[piece, score], ...] whose ids are the
+// positions. The first id seen for a name wins, added tokens before model.vocab; a name the file
+// lacks is absent from `ids`. Errors: not a JSON object, no vocabulary, a malformed model.vocab.
+struct TokenIds {
+  uint64_t id_count = 0;
+  std::map<std::string, uint64_t, std::less<>> ids;
+};
+Result<TokenIds> FindTokenIds(std::string_view text, const std::string& source,
+                              const std::vector<std::string>& names);
 
 }  // namespace ww::tokjson

@@ -61,5 +61,34 @@ TEST(JsonScan, SplitRefusesABrokenModelMember) {
   EXPECT_FALSE(SplitBigMembers(R"({"model": {"vocab": {"a": 1})", "f").ok());
 }
 
+TEST(JsonScan, FindTokenIdsAddedTokensFirstAnyModelType) {
+  const std::string bpe =
+      R"({"added_tokens": [{"id": 9, "content": "</s>"}, {"id": "x", "content": "<pad>"}],
+          "model": {"type": "BPE", "vocab": {"a": 0, "</s>": 2, "<pad>": 3}, "merges": []}})";
+  auto ids = FindTokenIds(bpe, "t.json", {"</s>", "<pad>", "<unk>"});
+  ASSERT_TRUE(ids.ok()) << ids.status().message();
+  EXPECT_EQ(ids->id_count, 10u);
+  EXPECT_EQ(ids->ids.at("</s>"), 9u);   // the added token's id, not the vocabulary's
+  EXPECT_EQ(ids->ids.at("<pad>"), 3u);  // an added token without a numeric id is skipped
+  EXPECT_EQ(ids->ids.count("<unk>"), 0u);
+
+  const std::string unigram = R"({"model": {"type": "Unigram", "vocab": [["<s>", 0], ["b", -1]]}})";
+  ids = FindTokenIds(unigram, "u.json", {"b"});
+  ASSERT_TRUE(ids.ok()) << ids.status().message();
+  EXPECT_EQ(ids->id_count, 2u);
+  EXPECT_EQ(ids->ids.at("b"), 1u);
+
+  auto not_object = FindTokenIds("[1, 2]", "/x/tokenizer.json", {});
+  ASSERT_FALSE(not_object.ok());
+  EXPECT_NE(not_object.status().message().find("/x/tokenizer.json: not a tokenizer.json"),
+            std::string::npos);
+  auto no_vocab = FindTokenIds(R"({"model": {}})", "/y/tokenizer.json", {});
+  ASSERT_FALSE(no_vocab.ok());
+  EXPECT_NE(no_vocab.status().message().find("no vocabulary"), std::string::npos);
+  auto bad_vocab = FindTokenIds(R"({"model": {"vocab": {"a": -1}}})", "/z/tokenizer.json", {});
+  ASSERT_FALSE(bad_vocab.ok());
+  EXPECT_NE(bad_vocab.status().message().find("(model.vocab)"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace ww::tokjson
