@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <queue>
 
 #include "core/format.h"
 #include "core/timefmt.h"
@@ -130,9 +131,21 @@ TriageEngine::Gpu* TriageEngine::FindGpu(GpuKey key) const {
 }
 
 void TriageEngine::RenewSlot(size_t view) {
-  inexact_slots_ -= slots_[view].exact ? 0 : 1;
-  slots_[view] = MakeCountSlot(views_[view], options_);
-  inexact_slots_ += slots_[view].exact ? 0 : 1;
+  const CountSlot slot = MakeCountSlot(views_[view], options_);
+  if (view < slots_.size()) {
+    CountSlot& old = slots_[view];
+    if (old.active_until_ms == slot.active_until_ms && old.bucket == slot.bucket &&
+        old.exact == slot.exact && old.live_unloaded == slot.live_unloaded &&
+        old.sustained_spin == slot.sustained_spin) {
+      return;  // (a sample that did not change the GPU's spacing)
+    }
+    inexact_slots_ -= old.exact ? 0 : 1;
+    old = slot;
+  } else {
+    slots_.push_back(slot);
+  }
+  inexact_slots_ += slot.exact ? 0 : 1;
+  counter_.Set(view, slot);
 }
 
 TriageEngine::Gpu& TriageEngine::GetGpu(GpuKey key) {
@@ -144,9 +157,9 @@ TriageEngine::Gpu& TriageEngine::GetGpu(GpuKey key) {
   g->stats.name = name;
   g->view = views_.size();
   views_.push_back(GpuView{});
+  gone_listed_.push_back(0);
   views_.back().key = key;
-  slots_.emplace_back();  // not classified yet: never active, exact
-  RenewSlot(slots_.size() - 1);
+  RenewSlot(views_.size() - 1);  // not classified yet: never active, exact
   Gpu* raw = g.get();
   gpus_.emplace(key, std::move(g));
   if (key.host < kSlotLimit && key.gpu < kSlotLimit) {
@@ -203,6 +216,8 @@ void TriageEngine::Classify(Gpu& g, const SampleFeatures& f) {
   }
   const int64_t job_ms = last_classified_ms_;
   last_classified_ms_ = std::max(last_classified_ms_, now_ms);
+  const bool was_classified = views_[g.view].classified;
+  const int64_t was_ms = views_[g.view].cur_ms;
   ApplySample(f, &views_[g.view]);
   RenewSlot(g.view);
   // A reading the job's time passed by more than its GPU's stale limit (the last readings of a
@@ -211,6 +226,11 @@ void TriageEngine::Classify(Gpu& g, const SampleFeatures& f) {
   // host fell silent).
   const bool late = job_ms != INT64_MIN && now_ms < job_ms && views_[g.view].in_job &&
                     !IsActiveInJob(views_[g.view], job_ms, options_);
+  if (by_ms_live_) MoveInViewsByMs(static_cast<uint32_t>(g.view), was_classified, was_ms);
+  if (views_[g.view].in_job && views_[g.view].cls == LocalClass::kGone && !gone_listed_[g.view]) {
+    gone_listed_[g.view] = 1;
+    gone_in_job_.push_back(static_cast<uint32_t>(g.view));
+  }
   if (f.lost && !g.lost) {
     TriageEvent e;
     e.kind = TriageEvent::Kind::kGpuLost;
@@ -233,17 +253,23 @@ void TriageEngine::Classify(Gpu& g, const SampleFeatures& f) {
     ++job_gpus_seen_;
   }
   const bool single = one_gpu();
+  views_scanned_ += inexact_slots_ == 0 ? 0 : static_cast<int64_t>(views_.size());
   const JobMode mode =
-      ClassifyJob(inexact_slots_ == 0 ? CountSlots(slots_, now_ms, single)
+      ClassifyJob(inexact_slots_ == 0 ? counter_.Count(now_ms, single)
                                       : CountJob(views_, now_ms, options_, single));
   if (!late && job_end_.Update(mode, now_ms)) {
     // The job is over; a relaunch starts afresh.
     trained_ = false;
     trained_s_ = 0;
-    for (size_t i = 0; i < views_.size(); ++i) {
+    // Only the views gone while in the job change (a pass over all of them here ran for every
+    // sample while no job ran).
+    views_scanned_ += static_cast<int64_t>(gone_in_job_.size());
+    for (uint32_t i : gone_in_job_) {
       if (views_[i].cls == LocalClass::kGone) views_[i].in_job = false;
       RenewSlot(i);
+      gone_listed_[i] = 0;
     }
+    gone_in_job_.clear();
   }
   if (f.cls == LocalClass::kBusy && !f.starved && f.proc != ProcState::kContext) {
     trained_ = true;
@@ -251,29 +277,45 @@ void TriageEngine::Classify(Gpu& g, const SampleFeatures& f) {
   }
   // Every rank quiet is a checkpoint only with memory seen held, between stretches of training,
   // and in a job of several ranks (one GPU pausing is what a server waiting for requests does).
-  const bool quiet = mode == JobMode::kAllQuiet && trained_ &&
-                     trained_s_ >= options_.min_training_before_quiet_s && !single &&
-                     LiveRanksHoldMemory(views_, now_ms, options_);
+  const bool quiet_mode = mode == JobMode::kAllQuiet && trained_ &&
+                          trained_s_ >= options_.min_training_before_quiet_s && !single;
+  bool quiet = quiet_mode && counter_.live_ranks_hold_memory();
+  if (quiet_mode && inexact_slots_ > 0) {
+    views_scanned_ += static_cast<int64_t>(views_.size());
+    quiet = LiveRanksHoldMemory(views_, now_ms, options_);
+  }
   // (Nothing quiet and nothing pending: the common case, skipped.)
   if (!late && (quiet || quiet_.since_ms())) {
+    views_scanned_ += quiet ? static_cast<int64_t>(views_.size()) : 0;
     OnQuietUpdate(quiet_.Update(mode, quiet, views_, now_ms));
   }
   HangContext ctx;
   if (auto since = quiet_.since_ms()) ctx.quiet_since_ms = *since;
   ctx.one_gpu = single;
   if (single) {
-    for (const GpuView& v : views_) {
-      if (IsActiveInJob(v, now_ms, options_) && v.cls == LocalClass::kSpin && v.sustained_spin) {
-        ctx.one_gpu_spinning = true;
+    ctx.one_gpu_spinning = counter_.any_sustained_spin();
+    if (inexact_slots_ > 0) {
+      views_scanned_ += static_cast<int64_t>(views_.size());
+      ctx.one_gpu_spinning = false;
+      for (const GpuView& v : views_) {
+        if (IsActiveInJob(v, now_ms, options_) && v.cls == LocalClass::kSpin && v.sustained_spin) {
+          ctx.one_gpu_spinning = true;
+        }
       }
     }
     if (ctx.one_gpu_spinning && options_.world_size == 0) one_gpu_spin_s_ += f.dt_s;
   }
   if (!late) {
-    OnHangUpdate(hang_.Update(mode, views_, now_ms, ctx), now_ms);
+    const std::vector<uint32_t>* at_now = nullptr;
+    if (by_ms_live_) at_now = &views_by_ms_[now_ms];  // (g's list: never empty)
+    OnHangUpdate(hang_.Update(mode, views_, now_ms, ctx, at_now), now_ms);
     // Nothing saves during a hang (a wait that outlasted any checkpoint is one).
-    checkpoints_.Update(hang_.active() ? JobMode::kHangCandidate : mode, views_, now_ms);
+    const JobMode saving_mode = hang_.active() ? JobMode::kHangCandidate : mode;
+    views_scanned_ +=
+        saving_mode == JobMode::kCheckpointWait ? static_cast<int64_t>(views_.size()) : 0;
+    checkpoints_.Update(saving_mode, views_, now_ms);
   }
+  SyncViewsByMs();
 
   const bool loaded = f.proc == ProcState::kLoaded || f.proc == ProcState::kUnknown;
   GpuState state = DecideState(f.cls, f.starved, mode, trained_, loaded);
@@ -318,9 +360,9 @@ void TriageEngine::Classify(Gpu& g, const SampleFeatures& f) {
 void TriageEngine::OnHangUpdate(const HangUpdate& u, int64_t now_ms) {
   if (u.confirmed) {
     const HangEpisode& e = *hang_.active();
-    // Relabel what was held back.
+    // Relabel what was held back (the members are in key order: ChooseHangMembers).
     for (Record& r : records_) {
-      if (r.t_ms >= e.start_ms && std::find(e.gpus.begin(), e.gpus.end(), r.key) != e.gpus.end()) {
+      if (r.t_ms >= e.start_ms && std::binary_search(e.gpus.begin(), e.gpus.end(), r.key)) {
         r.state = GpuState::kHang;
       }
     }
@@ -355,6 +397,32 @@ void TriageEngine::OnQuietUpdate(const QuietUpdate& u) {
     if (!h && !after_hang) checkpoints_.AddAllRanks(u);
   }
   Emit(false);
+}
+
+void TriageEngine::SyncViewsByMs() {
+  if (hang_.open() == by_ms_live_) return;
+  by_ms_live_ = hang_.open();
+  views_by_ms_.clear();
+  if (!by_ms_live_) return;
+  views_scanned_ += static_cast<int64_t>(views_.size());
+  for (size_t i = 0; i < views_.size(); ++i) {
+    if (views_[i].classified) views_by_ms_[views_[i].cur_ms].push_back(static_cast<uint32_t>(i));
+  }
+}
+
+void TriageEngine::MoveInViewsByMs(uint32_t view, bool was_classified, int64_t old_ms) {
+  if (was_classified) {
+    auto it = views_by_ms_.find(old_ms);
+    std::vector<uint32_t>& list = it->second;  // (kept for every classified view)
+    list.erase(std::lower_bound(list.begin(), list.end(), view));
+    if (list.empty()) views_by_ms_.erase(it);
+  }
+  std::vector<uint32_t>& list = views_by_ms_[views_[view].cur_ms];
+  list.insert(std::upper_bound(list.begin(), list.end(), view), view);
+}
+
+int64_t TriageEngine::job_eval_steps() const {
+  return counter_.steps() + hang_.views_visited() + finish_pops_ + views_scanned_;
 }
 
 bool TriageEngine::one_gpu() const {
@@ -496,19 +564,23 @@ void TriageEngine::NoteUnresolvedQuiet() {
 }
 
 void TriageEngine::Finish() {
-  // Classify what is left in global time order, so the job view stays consistent at the end.
-  for (;;) {
-    Gpu* next = nullptr;
-    int64_t next_ms = 0;
-    for (auto& [key, gp] : gpus_) {
-      const std::optional<int64_t> t_ms = gp->windows.next_unclassified_ms();
-      if (t_ms && (!next || *t_ms < next_ms)) {
-        next = gp.get();
-        next_ms = *t_ms;
-      }
-    }
-    if (!next) break;
+  // Classify what is left in global time order (the earliest first, the lowest key among equal
+  // times), so the job view stays consistent at the end. A heap, not a pass over every GPU per
+  // sample: that made the end of a 10k-GPU log quadratic.
+  using Next = std::pair<int64_t, Gpu*>;
+  auto later = [](const Next& a, const Next& b) {
+    return a.first != b.first ? a.first > b.first : a.second->stats.key > b.second->stats.key;
+  };
+  std::priority_queue<Next, std::vector<Next>, decltype(later)> pending(later);
+  for (auto& [key, gp] : gpus_) {
+    if (auto t_ms = gp->windows.next_unclassified_ms()) pending.emplace(*t_ms, gp.get());
+  }
+  while (!pending.empty()) {
+    Gpu* next = pending.top().second;
+    pending.pop();
+    ++finish_pops_;
     Classify(*next, next->windows.ClassifyNextAtEnd());
+    if (auto t_ms = next->windows.next_unclassified_ms()) pending.emplace(*t_ms, next);
   }
   OnHangUpdate(hang_.End(last_ms_, true, views_), last_ms_);
   NoteUnresolvedQuiet();

@@ -22,6 +22,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "core/sample.h"
@@ -144,6 +145,10 @@ class TriageEngine {
   // Notes for the user: e.g. a spin at the end of the log too short to confirm, a host clock
   // that disagrees with the others. (Per-GPU notes are in gpu_stats().)
   std::vector<std::string> notes() const;
+  // GPU views and count slots the job-level evaluation has looked at so far (its passes over
+  // the GPUs, the count's list steps, Finish's picks): a deterministic measure of its work, for
+  // tests that it stays flat per sample as a job grows (tests/triage/scale_test.cc).
+  int64_t job_eval_steps() const;
   // Ranks consistently slower than their peers over training (stragglers.h).
   // None where the power split cannot time the ranks (stragglers_unknown says why).
   std::vector<Straggler> stragglers() const;
@@ -194,7 +199,20 @@ class TriageEngine {
   // slots_[i]: views_[i]'s part in the job's counts, renewed whenever views_[i] changes (counting
   // them is the per-sample loop over every GPU; reading whole views there showed at 10^7 samples).
   std::vector<CountSlot> slots_;
-  size_t inexact_slots_ = 0;  // slots_ that CountSlots cannot count (CountJob does, then)
+  SlotCounter counter_;        // slots_ counted as they change
+  size_t inexact_slots_ = 0;   // slots_ that CountSlots cannot count (CountJob does, then)
+  int64_t finish_pops_ = 0;    // samples Finish classified (job_eval_steps)
+  int64_t views_scanned_ = 0;  // views passed over here (job_eval_steps)
+  // The views classified gone while in the job since the job last ended (what a job end
+  // changes), and which of them are listed.
+  std::vector<uint32_t> gone_in_job_;
+  std::vector<uint8_t> gone_listed_;
+  // While the hang tracker has a candidate: the classified views by their latest sample's time,
+  // each list in view order (HangTracker::Update's at_now).
+  bool by_ms_live_ = false;
+  std::unordered_map<int64_t, std::vector<uint32_t>> views_by_ms_;
+  void SyncViewsByMs();
+  void MoveInViewsByMs(uint32_t view, bool was_classified, int64_t old_ms);
   std::map<GpuKey, std::string> names_;
   std::deque<Record> records_;  // classified, waiting while a hang candidate may relabel them
   HangTracker hang_;

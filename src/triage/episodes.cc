@@ -51,7 +51,7 @@ int64_t LastHeardMs(std::span<const GpuKey> keys, std::span<const GpuView> views
 HangTracker::HangTracker(const TriageOptions& options) : options_(options) {}
 
 HangUpdate HangTracker::Update(JobMode mode, std::span<const GpuView> views, int64_t now_ms,
-                               const HangContext& ctx) {
+                               const HangContext& ctx, const std::vector<uint32_t>* at_now) {
   HangUpdate out;
   last_update_ms_ = now_ms;
   bool hang_like = mode == JobMode::kHangCandidate && !ctx.one_gpu;
@@ -68,6 +68,7 @@ HangUpdate HangTracker::Update(JobMode mode, std::span<const GpuView> views, int
       kind = HangKind::kPartial;
       from_ms = checkpoint_wait_since_ms_;
       size_t spinning = 0, quiet = 0;
+      views_visited_ += static_cast<int64_t>(views.size());
       for (const GpuView& v : views) {
         if (!IsActiveInJob(v, now_ms, options_)) continue;
         if (v.cls == LocalClass::kSpin) ++spinning;
@@ -87,6 +88,7 @@ HangUpdate HangTracker::Update(JobMode mode, std::span<const GpuView> views, int
       kind = HangKind::kOffGpu;
       from_ms = ctx.quiet_since_ms;
       size_t gpus = 0;
+      views_visited_ += static_cast<int64_t>(views.size());
       for (const GpuView& v : views) gpus += IsActiveInJob(v, now_ms, options_) ? 1 : 0;
       why = OffGpuStallReason(elapsed_s(ctx.quiet_since_ms), options_.max_checkpoint_s, gpus);
     } else if (!options_.auto_confirm) {
@@ -124,14 +126,26 @@ HangUpdate HangTracker::Update(JobMode mode, std::span<const GpuView> views, int
     needs_probe_ = needs_probe;
     Candidate& c = *candidate_;
     c.broken_since_ms = kUnset;
+    // The GPUs sampled at now_ms, in view order: only they can have joined or add evidence.
+    std::vector<const GpuView*> sampled_now;
+    if (at_now) {
+      sampled_now.reserve(at_now->size());
+      for (uint32_t i : *at_now) sampled_now.push_back(&views[i]);
+    } else {
+      for (const GpuView& g : views) {
+        if (g.cur_ms == now_ms) sampled_now.push_back(&g);
+      }
+    }
+    views_visited_ += static_cast<int64_t>(at_now ? sampled_now.size() : views.size());
     if (!c.confirmed) {
       // A GPU that joins the job's view while the candidate is open (after a gap in the input,
       // every GPU's first sample comes a moment apart) belongs to it: members are chosen again.
-      for (const GpuView& g : views) {
-        if (g.cur_ms == now_ms && IsActiveInJob(g, now_ms, options_) &&
-            std::find(c.episode.gpus.begin(), c.episode.gpus.end(), g.key) ==
-                c.episode.gpus.end()) {
+      // (The members are in key order: ChooseHangMembers.)
+      for (const GpuView* g : sampled_now) {
+        if (IsActiveInJob(*g, now_ms, options_) &&
+            !std::binary_search(c.episode.gpus.begin(), c.episode.gpus.end(), g->key)) {
           HangMembers members = ChooseHangMembers(views, mode, now_ms, options_, c.start_ms);
+          views_visited_ += static_cast<int64_t>(views.size());
           c.episode.gpus = std::move(members.gpus);
           c.episode.culprits = std::move(members.culprits);
           c.episode.stopped_reporting = std::move(members.silent);
@@ -139,8 +153,8 @@ HangUpdate HangTracker::Update(JobMode mode, std::span<const GpuView> views, int
         }
       }
     }
-    for (const GpuView& g : views) {
-      if (g.cur_ms == now_ms && g.cls == LocalClass::kSpin) c.evidence.Add(g);
+    for (const GpuView* g : sampled_now) {
+      if (g->cls == LocalClass::kSpin) c.evidence.Add(*g);
     }
     if (!c.confirmed && options_.auto_confirm && !needs_probe &&
         static_cast<double>(now_ms - c.start_ms) / 1000.0 >= options_.hang_confirm_s) {
@@ -186,21 +200,23 @@ bool HangTracker::Confirm(int64_t now_ms, std::span<const GpuView> views,
   size_t gone = 0, spinning = 0;
   std::vector<GpuKey> lost;
   StoppedReportingNote stopped{e.stopped_reporting, 0};
+  // The members' views, found in one walk over both in key order (the members are in key order:
+  // ChooseHangMembers; a key has one view).
+  std::vector<const GpuView*> by_key;
+  by_key.reserve(views.size());
+  for (const GpuView& v : views) by_key.push_back(&v);
+  std::sort(by_key.begin(), by_key.end(),
+            [](const GpuView* a, const GpuView* b) { return a->key < b->key; });
+  views_visited_ += static_cast<int64_t>(views.size());
+  auto view = by_key.begin();
   for (GpuKey k : e.gpus) {
-    if (std::find(e.stopped_reporting.begin(), e.stopped_reporting.end(), k) !=
-        e.stopped_reporting.end()) {
-      continue;
-    }
-    for (const GpuView& v : views) {
-      if (v.key == k) {
-        if (v.cls == LocalClass::kGone) ++gone;
-        if (v.cls == LocalClass::kSpin) ++spinning;
-        if (v.lost && std::find(e.culprits.begin(), e.culprits.end(), k) != e.culprits.end()) {
-          lost.push_back(k);
-        }
-        break;
-      }
-    }
+    if (std::binary_search(e.stopped_reporting.begin(), e.stopped_reporting.end(), k)) continue;
+    while (view != by_key.end() && (*view)->key < k) ++view;
+    if (view == by_key.end() || (*view)->key != k) continue;
+    const GpuView& v = **view;
+    if (v.cls == LocalClass::kGone) ++gone;
+    if (v.cls == LocalClass::kSpin) ++spinning;
+    if (v.lost && std::binary_search(e.culprits.begin(), e.culprits.end(), k)) lost.push_back(k);
   }
   const double spin_s = static_cast<double>(e.detected_at_ms - e.start_ms) / 1000.0;
   if (!stopped.gpus.empty()) {
@@ -294,7 +310,7 @@ std::optional<int64_t> HangTracker::held_from_ms() const {
 
 bool HangTracker::InActiveHang(GpuKey key) const {
   const HangEpisode* e = active();
-  return e && std::find(e->gpus.begin(), e->gpus.end(), key) != e->gpus.end();
+  return e && std::binary_search(e->gpus.begin(), e->gpus.end(), key);  // in key order
 }
 
 CheckpointTracker::CheckpointTracker(const TriageOptions& options)

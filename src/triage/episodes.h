@@ -51,8 +51,8 @@ struct HangEpisode {
   int64_t start_ms = 0;
   int64_t detected_at_ms = 0;
   int64_t end_ms = 0;
-  bool ongoing = false;  // the log (or the watch) ended while the job was still stuck
-  std::vector<GpuKey> gpus;
+  bool ongoing = false;      // the log (or the watch) ended while the job was still stuck
+  std::vector<GpuKey> gpus;  // in key order (ChooseHangMembers)
   std::vector<GpuKey> culprits;
   // Members that stopped reporting at the wait (job_eval.h StoppedReporting), in gpus too.
   std::vector<GpuKey> stopped_reporting;
@@ -90,9 +90,12 @@ class HangTracker {
 
   // Host names by GpuKey::host, for the reasons given in words.
   void SetHostNames(std::vector<std::string> hosts) { host_names_ = std::move(hosts); }
-  // One job evaluation at now_ms (views: every GPU, in a fixed order).
+  // One job evaluation at now_ms (views: every GPU, in a fixed order). at_now, if given: the
+  // indices in `views` of the classified GPUs whose latest sample is at now_ms, in increasing
+  // order (the engine keeps them while a candidate is open, so an open candidate costs no pass
+  // over every GPU per sample); without it Update finds them.
   HangUpdate Update(JobMode mode, std::span<const GpuView> views, int64_t now_ms,
-                    const HangContext& context = {});
+                    const HangContext& context = {}, const std::vector<uint32_t>* at_now = nullptr);
   // Confirms the open candidate at now_ms with `extra_reasons` after the telemetry's own.
   // False (nothing done) without an unconfirmed candidate.
   bool Confirm(int64_t now_ms, std::span<const GpuView> views,
@@ -108,13 +111,16 @@ class HangTracker {
   const std::vector<std::string>& host_names() const { return host_names_; }
 
   std::optional<HangCandidate> candidate() const;
-  const HangEpisode* active() const;  // the confirmed hang in progress, if any
+  const HangEpisode* active() const;                    // the confirmed hang in progress, if any
+  bool open() const { return candidate_.has_value(); }  // a candidate, confirmed or not
   // Samples from this time on may still become `hang` (an unconfirmed candidate is open, or
   // peers wait on quiet ranks: past max_checkpoint_s the wait is a hang from its start).
   std::optional<int64_t> held_from_ms() const;
   bool InActiveHang(GpuKey key) const;
   const std::vector<HangEpisode>& episodes() const { return episodes_; }
   const std::vector<std::string>& notes() const { return notes_; }
+  // GPU views looked at so far (passes over them), for tests of the work per sample.
+  int64_t views_visited() const { return views_visited_; }
 
  private:
   struct Candidate {
@@ -137,6 +143,7 @@ class HangTracker {
   std::vector<HangEpisode> episodes_;
   std::vector<std::string> notes_;
   std::vector<std::string> host_names_;
+  int64_t views_visited_ = 0;
 };
 
 // A stretch of every rank quiet holding memory, resolved once it is over.

@@ -134,6 +134,8 @@ CountSlot MakeCountSlot(const GpuView& v, const TriageOptions& options) {
   CountSlot slot;
   if (!v.classified || !v.in_job) return slot;  // never active
   slot.bucket = BucketOf(v, options);
+  slot.live_unloaded = v.cls != LocalClass::kGone && v.proc != ProcState::kLoaded;
+  slot.sustained_spin = v.cls == LocalClass::kSpin && v.sustained_spin;
   // IsActiveInJob compares the age with the cached limit exactly when it is the current one.
   // (A time so late that adding the limit would overflow is counted from the view instead.)
   slot.exact = StaleLimitS(v, options) == v.cached_stale_s &&
@@ -146,6 +148,98 @@ JobCounts CountSlots(std::span<const CountSlot> slots, int64_t now_ms, bool one_
   BucketCounts n{};
   for (const CountSlot& s : slots) n[s.bucket] += now_ms <= s.active_until_ms ? 1 : 0;
   return FromBuckets(n, one_gpu);
+}
+
+static_assert(SlotCounter::kBucketCount == kNumBuckets);
+
+void SlotCounter::Set(size_t i, const CountSlot& slot) {
+  if (i == slots_.size()) {
+    slots_.push_back(slot);
+    if (!counted_ && slots_.size() > kScanUpTo) {
+      counted_ = true;
+      for (const CountSlot& s : slots_) Add(s);
+      return;
+    }
+  } else {
+    if (counted_) Remove(slots_[i]);
+    slots_[i] = slot;
+  }
+  if (counted_) Add(slot);
+}
+
+void SlotCounter::Remove(const CountSlot& slot) {
+  ++steps_;
+  auto it = by_until_.find(slot.active_until_ms);  // (every slot set is counted under its time)
+  --it->second[slot.bucket];
+  it->second[kBucketCount] -= slot.live_unloaded ? 1 : 0;
+  it->second[kBucketCount + 1] -= slot.sustained_spin ? 1 : 0;
+  if (slot.active_until_ms >= threshold_ms_) {
+    --counts_[slot.bucket];
+    counts_[kBucketCount] -= slot.live_unloaded ? 1 : 0;
+    counts_[kBucketCount + 1] -= slot.sustained_spin ? 1 : 0;
+  }
+  for (int32_t n : it->second) {
+    if (n != 0) return;
+  }
+  spare_.push_back(by_until_.extract(it));
+}
+
+void SlotCounter::Add(const CountSlot& slot) {
+  ++steps_;
+  auto it = by_until_.lower_bound(slot.active_until_ms);
+  if (it == by_until_.end() || it->first != slot.active_until_ms) {
+    if (spare_.empty()) {
+      it = by_until_.emplace_hint(it, slot.active_until_ms, Counts{});
+    } else {
+      ByTime::node_type node = std::move(spare_.back());
+      spare_.pop_back();
+      node.key() = slot.active_until_ms;
+      node.mapped() = Counts{};
+      it = by_until_.insert(it, std::move(node));
+    }
+  }
+  ++it->second[slot.bucket];
+  it->second[kBucketCount] += slot.live_unloaded ? 1 : 0;
+  it->second[kBucketCount + 1] += slot.sustained_spin ? 1 : 0;
+  if (slot.active_until_ms >= threshold_ms_) {
+    ++counts_[slot.bucket];
+    counts_[kBucketCount] += slot.live_unloaded ? 1 : 0;
+    counts_[kBucketCount + 1] += slot.sustained_spin ? 1 : 0;
+  }
+}
+
+JobCounts SlotCounter::Count(int64_t now_ms, bool one_gpu) {
+  if (!counted_) {
+    steps_ += static_cast<int64_t>(slots_.size());
+    bool live_unloaded = false;
+    sustained_spin_ = false;
+    for (const CountSlot& s : slots_) {
+      if (now_ms > s.active_until_ms) continue;
+      live_unloaded = live_unloaded || s.live_unloaded;
+      sustained_spin_ = sustained_spin_ || s.sustained_spin;
+    }
+    const JobCounts c = CountSlots(slots_, now_ms, one_gpu);
+    live_hold_memory_ = c.active > c.gone && !live_unloaded;
+    return c;
+  }
+  // The times between the last count's and now_ms: active again (an earlier now_ms) or expired.
+  if (now_ms != threshold_ms_) {
+    const int sign = now_ms < threshold_ms_ ? 1 : -1;
+    const int64_t to_ms = std::max(now_ms, threshold_ms_);
+    ++steps_;
+    for (auto it = by_until_.lower_bound(std::min(now_ms, threshold_ms_));
+         it != by_until_.end() && it->first < to_ms; ++it) {
+      for (size_t b = 0; b < counts_.size(); ++b) counts_[b] += sign * it->second[b];
+      ++steps_;
+    }
+    threshold_ms_ = now_ms;
+  }
+  BucketCounts n{};
+  std::copy_n(counts_.begin(), n.size(), n.begin());
+  const JobCounts c = FromBuckets(n, one_gpu);
+  live_hold_memory_ = c.active > c.gone && counts_[kBucketCount] == 0;
+  sustained_spin_ = counts_[kBucketCount + 1] > 0;
+  return c;
 }
 
 bool LiveRanksHoldMemory(std::span<const GpuView> views, int64_t now_ms,

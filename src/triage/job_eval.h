@@ -4,8 +4,10 @@
 // triage and the live watcher alike. The stateful parts (how long a mode lasted) are episodes.h.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <limits>
+#include <map>
 #include <optional>
 #include <span>
 #include <string>
@@ -73,9 +75,60 @@ struct CountSlot {
   int64_t active_until_ms = std::numeric_limits<int64_t>::min();
   uint8_t bucket = 0;  // internal to job_eval.cc
   bool exact = true;
+  // Active and not gone, without its memory seen held (LiveRanksHoldMemory's exception).
+  bool live_unloaded = false;
+  bool sustained_spin = false;  // spinning, sustained (a one-GPU job's pegged kernels)
 };
 CountSlot MakeCountSlot(const GpuView& v, const TriageOptions& options);
 JobCounts CountSlots(std::span<const CountSlot> slots, int64_t now_ms, bool one_gpu = false);
+
+// CountSlots kept up to date as slots change, so the job's counts for a sample cost no pass over
+// every GPU (that pass made a tick of a job quadratic in its GPUs: 106 s for 90 s of 10k GPUs).
+// The slots are counted by bucket under each active_until_ms, in time order, with the sums of
+// those still active at the last count's time; a count adds or takes away the times between
+// the last count's and its own. A renewed slot moves between two times in O(log GPUs), whatever
+// order the GPUs come in (a log's hosts interleave tick by tick); a count is O(log GPUs)
+// amortized while time moves forward, and walks back only over the times between the two.
+// Up to kScanUpTo slots a count is a pass over them (cheaper than the bookkeeping at that size);
+// past it the bookkeeping starts. Count(now_ms) always equals CountSlots over the slots set.
+// Thread-safety: not thread-safe; owned by one engine.
+class SlotCounter {
+ public:
+  static constexpr size_t kBucketCount = 9;  // job_eval.cc's buckets
+  // By bucket, then the live_unloaded and the sustained_spin slots.
+  using Counts = std::array<int32_t, kBucketCount + 2>;
+  static constexpr size_t kScanUpTo = 64;
+
+  // Slot `i`'s new value; i == size() adds one.
+  void Set(size_t i, const CountSlot& slot);
+  size_t size() const { return slots_.size(); }
+  JobCounts Count(int64_t now_ms, bool one_gpu = false);
+  // LiveRanksHoldMemory at the last Count's time (for exact slots: their views' answer).
+  bool live_ranks_hold_memory() const { return live_hold_memory_; }
+  // An active GPU spins, sustained, at the last Count's time.
+  bool any_sustained_spin() const { return sustained_spin_; }
+  // Tree operations and times stepped over so far: a deterministic measure of the work, for
+  // tests (tests/triage/scale_test.cc).
+  int64_t steps() const { return steps_; }
+
+ private:
+  using ByTime = std::map<int64_t, Counts>;
+  void Add(const CountSlot& slot);
+  void Remove(const CountSlot& slot);
+
+  std::vector<CountSlot> slots_;
+  bool counted_ = false;  // by_until_ and counts_ are kept (more than kScanUpTo slots)
+  ByTime by_until_;       // slots by active_until_ms: how many of each bucket
+  // by_until_'s nodes whose counts fell to zero, kept for the next new time (no allocation per
+  // sample once the job's GPUs are all seen).
+  std::vector<ByTime::node_type> spare_;
+  // counts_ sums the times at or after this one (the last count's).
+  int64_t threshold_ms_ = std::numeric_limits<int64_t>::min();
+  Counts counts_{};
+  bool live_hold_memory_ = false;
+  bool sustained_spin_ = false;
+  int64_t steps_ = 0;
+};
 
 // Every live active GPU of the job shows its memory held (memory.used logged, a model loaded):
 // the only evidence that quiet ranks keep their model rather than having gone. False without a

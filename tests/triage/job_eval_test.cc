@@ -321,9 +321,22 @@ TEST(JobEvalTest, ChooseHangMembers) {
        "members and culprits come in key order whatever order the views are in"},
       {{V(0, L::kSpin, 1000), LastSeen(kNow - 9000, V(1, L::kSpin, 8000)), V(2, L::kSpin, 1200)},
        M::kHangCandidate,
+       {0, 1, 2},
+       {},
+       "a GPU that stopped reporting while it waited too is a member (its GPU-hours count), a "
+       "victim like the others: its late spin start does not single out anyone"},
+      {{V(0, L::kSpin, 60000), LastSeen(kNow - 45000, V(1, L::kBusy)), V(2, L::kSpin, 60200)},
+       M::kHangCandidate,
+       {0, 1, 2},
+       {1},
+       "a GPU that stopped reporting, computing, just before the others began waiting is in "
+       "their hang and the first suspect (a crashed node)"},
+      {{V(0, L::kSpin, 60000), LastSeen(kNow - 95000, V(1, L::kBusy)), V(2, L::kSpin, 60200)},
+       M::kHangCandidate,
        {0, 2},
        {},
-       "a silent GPU is no member, and its late spin start does not single out anyone"},
+       "a GPU silent for longer than stopped_reporting_window_s before the wait is not part of "
+       "it (the others went on without it)"},
       {{V(0, L::kLow), V(1, L::kSpin, 1000), V(2, L::kSpin, 1000)},
        M::kCheckpointWait,
        {0, 1, 2},
