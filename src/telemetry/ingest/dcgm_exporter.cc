@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "core/strings.h"
+#include "telemetry/ingest/format.h"
 
 namespace ww::ingest {
 namespace {
@@ -462,5 +463,18 @@ Result<OpenedFile> OpenDcgmExporter(std::unique_ptr<LineReader> reader, const st
   f.source = std::move(src);
   return f;
 }
+
+// --format dcgm-exporter: recognized by a DCGM_FI_ sample line anywhere in the first lines (a
+// scrape may follow a page of other output).
+namespace {
+constexpr DetectRule kDcgmExporterDetect[] = {
+    {120, DetectRule::kLine,
+     [](const DetectLine& l) { return IsPromSampleLine(l.text, "DCGM_FI_"); }},
+};
+}  // namespace
+
+extern const Format kDcgmExporterFormat;
+const Format kDcgmExporterFormat{"dcgm-exporter", "dcgm-exporter /metrics text",
+                                 kDcgmExporterDetect, OpenLines<OpenDcgmExporter>};
 
 }  // namespace ww::ingest

@@ -7,6 +7,7 @@
 
 #include "core/strings.h"
 #include "core/timefmt.h"
+#include "telemetry/ingest/format.h"
 
 namespace ww::ingest {
 namespace {
@@ -310,5 +311,17 @@ Result<OpenedFile> OpenDcgmiDmon(std::unique_ptr<LineReader> reader, const std::
   f.source = std::move(src);
   return f;
 }
+
+// --format dcgmi-dmon: recognized by its header (`#Entity ...`).
+namespace {
+constexpr DetectRule kDcgmiDmonDetect[] = {
+    {20, DetectRule::kLine,
+     [](const DetectLine& l) { return l.index == 0 && IsDcgmiDmonHeader(l.text); }},
+};
+}  // namespace
+
+extern const Format kDcgmiDmonFormat;
+const Format kDcgmiDmonFormat{"dcgmi-dmon", "dcgmi dmon text", kDcgmiDmonDetect,
+                              OpenLines<OpenDcgmiDmon>};
 
 }  // namespace ww::ingest

@@ -8,6 +8,7 @@
 
 #include "core/strings.h"
 #include "core/timefmt.h"
+#include "telemetry/ingest/format.h"
 
 namespace ww::ingest {
 namespace {
@@ -391,5 +392,21 @@ Result<OpenedFile> OpenGpustat(std::unique_ptr<LineReader> reader, const std::st
   f.source = std::move(src);
   return f;
 }
+
+// --format gpustat: recognized by a GPU line (`[0] NVIDIA H100 ...`, maybe coloured) anywhere in
+// the first lines.
+namespace {
+constexpr DetectRule kGpustatDetect[] = {
+    {110, DetectRule::kLine,
+     [](const DetectLine& l) {
+       return (l.text.front() == '[' || l.text.front() == '\x1b') && IsGpustatGpuLine(l.text);
+     }},
+};
+}  // namespace
+
+extern const Format kGpustatFormat;
+const Format kGpustatFormat{"gpustat",
+                            "gpustat output in a loop (--interval-ms without host lines)",
+                            kGpustatDetect, OpenLines<OpenGpustat>};
 
 }  // namespace ww::ingest

@@ -7,6 +7,7 @@
 
 #include "core/strings.h"
 #include "core/timefmt.h"
+#include "telemetry/ingest/format.h"
 
 namespace ww::ingest {
 namespace {
@@ -301,5 +302,17 @@ Result<OpenedFile> OpenSmiTable(std::unique_ptr<LineReader> reader, const std::s
   f.source = std::move(src);
   return f;
 }
+
+// --format smi-table: recognized by the table's banner anywhere in the first lines (a Slurm .out
+// prints the job's own output first).
+namespace {
+constexpr DetectRule kSmiTableDetect[] = {
+    {130, DetectRule::kLine, [](const DetectLine& l) { return IsSmiTableBanner(l.text); }},
+};
+}  // namespace
+
+extern const Format kSmiTableFormat;
+const Format kSmiTableFormat{"smi-table", "the nvidia-smi table in a loop (a Slurm .out)",
+                             kSmiTableDetect, OpenLines<OpenSmiTable>};
 
 }  // namespace ww::ingest

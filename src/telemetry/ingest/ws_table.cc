@@ -10,6 +10,7 @@
 
 #include "core/strings.h"
 #include "core/timefmt.h"
+#include "telemetry/ingest/format.h"
 #include "telemetry/ingest/table_csv.h"
 
 namespace ww::ingest {
@@ -704,5 +705,54 @@ Result<OpenedFile> OpenWhitespaceTable(std::unique_ptr<LineReader> reader, const
   f.source = std::move(src);
   return f;
 }
+
+// --format llview: recognized by its header. --format table: forced by --split-id, by --map on a
+// whitespace-only first line, or by a header line followed by a row of as many fields.
+namespace {
+constexpr DetectRule kLlviewDetect[] = {
+    {50, DetectRule::kLine,
+     [](const DetectLine& l) { return l.index == 0 && LooksLikeLlviewHeader(l.text); }},
+};
+
+bool WhitespaceOnly(std::string_view t) {
+  return t.find_first_of(",;\t") == std::string_view::npos && SplitWhitespace(t).size() >= 2;
+}
+
+constexpr DetectRule kTableDetect[] = {
+    {60, DetectRule::kLine,
+     [](const DetectLine& l) { return l.index == 0 && !l.options.split_id.empty(); }},
+    {100, DetectRule::kLine,
+     [](const DetectLine& l) {
+       return l.index == 0 && !l.options.map.empty() && l.text.front() != '{' &&
+              WhitespaceOnly(l.text);
+     }},
+    // A whitespace table only when the next line has as many fields ("GPU power log" above a CSV
+    // is a title, not a header); a date and a time may be two of them.
+    {105, DetectRule::kLine,
+     [](const DetectLine& l) {
+       if (l.index != 1 || !LooksLikeWhitespaceTableHeader(l.first)) return false;
+       const size_t header = SplitWhitespace(l.first).size();
+       const size_t n = SplitWhitespace(l.text).size();
+       return l.text.find(',') == std::string_view::npos && (n == header || n == header + 1);
+     }},
+};
+
+Result<OpenedFile> OpenTable(const OpenRequest& r, std::unique_ptr<LineReader> lines, bool llview) {
+  return OpenWhitespaceTable(std::move(lines), r.host, r.host_index, r.reader, llview,
+                             r.options.multiple_files);
+}
+}  // namespace
+
+extern const Format kLlviewFormat;
+const Format kLlviewFormat{"llview", "LLview/JuRepTool per-GPU job tables (JSC)", kLlviewDetect,
+                           [](const OpenRequest& r, std::unique_ptr<LineReader> lines) {
+                             return OpenTable(r, std::move(lines), /*llview=*/true);
+                           }};
+
+extern const Format kTableFormat;
+const Format kTableFormat{"table", "whitespace-separated tables (--map, --split-id)", kTableDetect,
+                          [](const OpenRequest& r, std::unique_ptr<LineReader> lines) {
+                            return OpenTable(r, std::move(lines), /*llview=*/false);
+                          }};
 
 }  // namespace ww::ingest
