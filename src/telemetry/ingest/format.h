@@ -30,7 +30,7 @@ using InputFormat = const ingest::Format*;
 
 struct IngestOptions {
   InputFormat format = nullptr;  // nullptr: recognized from the content
-  ReplayOptions replay;  // the nvidia-smi reader's options; interval_ms serves every format
+  ReplayOptions replay;          // the nvidia-smi reader's options; interval_ms serves every format
   std::vector<std::pair<std::string, std::string>> map;  // --map FIELD=COLUMN
   std::string wide_metric;      // --wide METRIC: what `GPU 0`-style columns hold
   std::string split_id;         // --split-id COLUMN: a `<host>_<gpu>` column of a whitespace table

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "core/sample_ranges.h"
 #include "core/strings.h"
 #include "core/timefmt.h"
 #include "telemetry/ingest/format.h"
@@ -208,7 +209,7 @@ class SmiTableSource final : public FileSource {
       bad = true;
     }
     for (auto* f : {&cur_.power_w, &cur_.power_limit_w}) {
-      if (*f && (**f < 0 || **f > 5000)) {
+      if (*f && (**f < kPowerRangeW.lo || **f > kPowerRangeW.hi)) {
         f->reset();
         bad = true;
       }

@@ -7,6 +7,7 @@
 #include <set>
 #include <unordered_map>
 
+#include "core/sample_ranges.h"
 #include "core/strings.h"
 #include "core/timefmt.h"
 #include "telemetry/ingest/format.h"
@@ -353,28 +354,26 @@ Role Classify(std::string_view raw_name, bool wandb) {
   return r;
 }
 
-struct Range {
-  double lo, hi;
-};
+using Range = PlausibleRange;
 Range RangeFor(F f) {
   switch (f) {
     case F::kPower:
     case F::kPowerLimit:
-      return {0, 5000};
+      return kPowerRangeW;
     case F::kPowerPct:
       return {0, 200};
     case F::kUtil:
     case F::kMemUtil:
     case F::kMemUsedPct:
-      return {0, 100};
+      return kPercentRange;
     case F::kMemUsed:
     case F::kMemTotal:
-      return {0, 16.0 * 1024 * 1024};
+      return kMemoryRangeMib;
     case F::kTemp:
-      return {-60, 200};
+      return kTemperatureRangeC;
     case F::kSmClock:
     case F::kMemClock:
-      return {0, 20000};
+      return kClockRangeMhz;
     default:
       return {-1e300, 1e300};
   }

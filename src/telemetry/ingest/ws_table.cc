@@ -8,6 +8,7 @@
 #include <set>
 #include <unordered_map>
 
+#include "core/sample_ranges.h"
 #include "core/strings.h"
 #include "core/timefmt.h"
 #include "telemetry/ingest/format.h"
@@ -30,7 +31,6 @@ struct Column {
 };
 
 constexpr double kGiB = 1024.0 * 1024 * 1024;
-constexpr double kMaxMib = 16.0 * 1024 * 1024;
 
 // LLview's per-GPU job table (see ws_table.h for where each meaning and unit comes from).
 const std::map<std::string, Column, std::less<>>& LlviewColumns() {
@@ -56,17 +56,23 @@ const std::map<std::string, Column, std::less<>>& LlviewColumns() {
     ignore("jobid");
     m["ts"] = Column{Kind::kTime, "ts", nullptr, 1, 0, 0, "epoch s"};
     m["nodeid"] = Column{Kind::kId, "nodeid", nullptr, 1, 0, 0, "<host>_<gpu>"};
-    value("gpu_usage", &GpuSample::util_gpu_pct, 1, 0, 100, "%");
-    value("gpu_memu", &GpuSample::mem_used_mib, 1024, 0, kMaxMib, "GiB");
-    value("gpu_pu", &GpuSample::power_w, 1, 0, 5000, "W");
-    value("gpu_temp", &GpuSample::temperature_c, 1, -60, 200, "C");
-    value("gpu_memur", &GpuSample::util_mem_pct, 1, 0, 100, "%");
-    value("gpu_sclk", &GpuSample::sm_clock_mhz, 1, 0, 20000, "MHz");
-    value("gpu_clk", &GpuSample::mem_clock_mhz, 1, 0, 20000, "MHz");
-    value("gpu_pcie_tx", &GpuSample::pcie_tx_bytes_per_s, kGiB, 0, 1e13, "GiB/s");
-    value("gpu_pcie_rx", &GpuSample::pcie_rx_bytes_per_s, kGiB, 0, 1e13, "GiB/s");
-    value("gpu_nvlink_tx", &GpuSample::nvlink_tx_bytes_per_s, kGiB, 0, 1e13, "GiB/s");
-    value("gpu_nvlink_rx", &GpuSample::nvlink_rx_bytes_per_s, kGiB, 0, 1e13, "GiB/s");
+    value("gpu_usage", &GpuSample::util_gpu_pct, 1, kPercentRange.lo, kPercentRange.hi, "%");
+    value("gpu_memu", &GpuSample::mem_used_mib, 1024, kMemoryRangeMib.lo, kMemoryRangeMib.hi,
+          "GiB");
+    value("gpu_pu", &GpuSample::power_w, 1, kPowerRangeW.lo, kPowerRangeW.hi, "W");
+    value("gpu_temp", &GpuSample::temperature_c, 1, kTemperatureRangeC.lo, kTemperatureRangeC.hi,
+          "C");
+    value("gpu_memur", &GpuSample::util_mem_pct, 1, kPercentRange.lo, kPercentRange.hi, "%");
+    value("gpu_sclk", &GpuSample::sm_clock_mhz, 1, kClockRangeMhz.lo, kClockRangeMhz.hi, "MHz");
+    value("gpu_clk", &GpuSample::mem_clock_mhz, 1, kClockRangeMhz.lo, kClockRangeMhz.hi, "MHz");
+    value("gpu_pcie_tx", &GpuSample::pcie_tx_bytes_per_s, kGiB, kLinkRangeBytesPerS.lo,
+          kLinkRangeBytesPerS.hi, "GiB/s");
+    value("gpu_pcie_rx", &GpuSample::pcie_rx_bytes_per_s, kGiB, kLinkRangeBytesPerS.lo,
+          kLinkRangeBytesPerS.hi, "GiB/s");
+    value("gpu_nvlink_tx", &GpuSample::nvlink_tx_bytes_per_s, kGiB, kLinkRangeBytesPerS.lo,
+          kLinkRangeBytesPerS.hi, "GiB/s");
+    value("gpu_nvlink_rx", &GpuSample::nvlink_rx_bytes_per_s, kGiB, kLinkRangeBytesPerS.lo,
+          kLinkRangeBytesPerS.hi, "GiB/s");
     m["gpu_clkr"] = Column{Kind::kReasons, "gpu_clkr", nullptr, 1, 0, 0, "NVML reason bits"};
     m["gpu_pfst"] = Column{Kind::kPstate, "gpu_pfst", nullptr, 1, 0, 0, "P-state"};
     // LLview attributes whose unit its source leaves undocumented for this table: not read.
@@ -88,15 +94,15 @@ struct FieldTarget {
 // A --map / custom-csv field name -> where its value goes.
 std::optional<FieldTarget> TargetFor(std::string_view field) {
   static const std::map<std::string, FieldTarget, std::less<>> kTargets = {
-      {"power", {&GpuSample::power_w, 0, 5000}},
-      {"power_limit", {&GpuSample::power_limit_w, 0, 5000}},
-      {"util", {&GpuSample::util_gpu_pct, 0, 100}},
-      {"mem_util", {&GpuSample::util_mem_pct, 0, 100}},
-      {"memory_used", {&GpuSample::mem_used_mib, 0, kMaxMib}},
-      {"memory_total", {&GpuSample::mem_total_mib, 0, kMaxMib}},
-      {"temperature", {&GpuSample::temperature_c, -60, 200}},
-      {"sm_clock", {&GpuSample::sm_clock_mhz, 0, 20000}},
-      {"mem_clock", {&GpuSample::mem_clock_mhz, 0, 20000}},
+      {"power", {&GpuSample::power_w, kPowerRangeW.lo, kPowerRangeW.hi}},
+      {"power_limit", {&GpuSample::power_limit_w, kPowerRangeW.lo, kPowerRangeW.hi}},
+      {"util", {&GpuSample::util_gpu_pct, kPercentRange.lo, kPercentRange.hi}},
+      {"mem_util", {&GpuSample::util_mem_pct, kPercentRange.lo, kPercentRange.hi}},
+      {"memory_used", {&GpuSample::mem_used_mib, kMemoryRangeMib.lo, kMemoryRangeMib.hi}},
+      {"memory_total", {&GpuSample::mem_total_mib, kMemoryRangeMib.lo, kMemoryRangeMib.hi}},
+      {"temperature", {&GpuSample::temperature_c, kTemperatureRangeC.lo, kTemperatureRangeC.hi}},
+      {"sm_clock", {&GpuSample::sm_clock_mhz, kClockRangeMhz.lo, kClockRangeMhz.hi}},
+      {"mem_clock", {&GpuSample::mem_clock_mhz, kClockRangeMhz.lo, kClockRangeMhz.hi}},
   };
   auto it = kTargets.find(field);
   if (it == kTargets.end()) return std::nullopt;

@@ -15,6 +15,7 @@
 #include <emmintrin.h>
 #endif
 
+#include "core/sample_ranges.h"
 #include "core/strings.h"
 #include "core/timefmt.h"
 #include "telemetry/ingest/format.h"
@@ -228,9 +229,7 @@ Parse ParseNumber(std::string_view s, double* out) {
   return Parse::kOk;
 }
 
-struct Range {
-  double lo, hi;
-};
+using Range = PlausibleRange;
 
 Range PlausibleRange(Col col) {
   switch (col) {
@@ -238,18 +237,18 @@ Range PlausibleRange(Col col) {
     case Col::kPowerInstant:
     case Col::kPowerLimit:
     case Col::kEnforcedLimit:
-      return {0, 5000};
+      return kPowerRangeW;
     case Col::kUtilGpu:
     case Col::kUtilMem:
-      return {0, 100};
+      return kPercentRange;
     case Col::kClockSm:
     case Col::kClockMem:
-      return {0, 20000};
+      return kClockRangeMhz;
     case Col::kTemp:
-      return {-60, 200};
+      return kTemperatureRangeC;
     case Col::kMemUsed:
     case Col::kMemTotal:
-      return {0, 16.0 * 1024 * 1024};  // 16 TiB in MiB
+      return kMemoryRangeMib;
     default:
       return {-1e300, 1e300};
   }
