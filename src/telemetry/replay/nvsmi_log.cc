@@ -1313,23 +1313,6 @@ Result<std::unique_ptr<TelemetrySource>> OpenNvsmiLog(const std::string& path,
   return std::unique_ptr<TelemetrySource>(std::move(src));
 }
 
-Result<std::unique_ptr<TelemetrySource>> OpenReplay(const std::vector<std::string>& paths,
-                                                    const ReplayOptions& options) {
-  if (paths.empty()) return Status::InvalidInput("no telemetry log given");
-  if (paths.size() > 4096) return Status::InvalidInput("more than 4096 hosts");
-  std::vector<std::unique_ptr<TelemetrySource>> parts;
-  std::map<std::string, int> seen;
-  for (size_t i = 0; i < paths.size(); ++i) {
-    std::string host = HostNameFromPath(paths[i]);
-    if (int n = ++seen[host]; n > 1) host += fmt::format("#{}", n);
-    auto src = OpenNvsmiLog(paths[i], host, static_cast<uint16_t>(i), options);
-    if (!src.ok()) return src.status();
-    parts.push_back(std::move(*src));
-  }
-  if (parts.size() == 1) return std::move(parts.front());
-  return std::unique_ptr<TelemetrySource>(std::make_unique<MergedSource>(std::move(parts)));
-}
-
 bool LooksLikeNvsmiCsvHeader(std::string_view line) {
   const std::string l = AsciiLower(line);
   for (const char* name : {"power.draw", "utilization.gpu", "utilization.memory", "memory.used",

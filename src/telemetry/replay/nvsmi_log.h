@@ -54,11 +54,6 @@ Result<std::unique_ptr<TelemetrySource>> OpenNvsmiLog(const std::string& path,
                                                       uint16_t host_index,
                                                       const ReplayOptions& options = {});
 
-// Opens several logs as the hosts of one job (host name = file name without extension; a name
-// that repeats gets "#2", "#3"), merged into one stream in timestamp order.
-Result<std::unique_ptr<TelemetrySource>> OpenReplay(const std::vector<std::string>& paths,
-                                                    const ReplayOptions& options = {});
-
 // Merges several single-host sources (one host each, host index = position) into one stream
 // ordered by tick time.
 std::unique_ptr<TelemetrySource> MergeSources(std::vector<std::unique_ptr<TelemetrySource>> parts);
