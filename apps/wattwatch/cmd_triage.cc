@@ -323,7 +323,8 @@ Exit codes: 0 triage ran; 2 unusable input (the message names file, line and fie
 3 a hang was found and --fail-on-hang was given.)");
   cmd->add_option(
          "files", flags->files,
-         "nvidia-smi CSV or dmon logs, one per host ('-': standard input; or --prometheus URL)")
+         "telemetry logs in any format listed below, one per host ('-': standard input; or "
+         "--prometheus URL)")
       ->check(ExistingFileOrStdin());
   AddPrometheusFlags(cmd, flags.get());
   AddForceFlag(cmd, &flags->force);

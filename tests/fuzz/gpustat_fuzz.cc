@@ -36,12 +36,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   timed.replay.interval_ms = 1000;
   timed.wide_metric = "power";
   TriageOnce(path, timed);
-  for (ww::InputFormat f : {ww::InputFormat::kGpustat}) {
-    ww::IngestOptions forced;
-    forced.format = f;
-    forced.replay.interval_ms = 100;
-    forced.wide_metric = "util";
-    TriageOnce(path, forced);
-  }
+  ww::IngestOptions forced;
+  forced.format = *ww::ParseInputFormat("gpustat");
+  forced.replay.interval_ms = 100;
+  forced.wide_metric = "util";
+  TriageOnce(path, forced);
   return 0;
 }

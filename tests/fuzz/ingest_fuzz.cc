@@ -28,9 +28,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   ww::IngestOptions timed;
   timed.replay.interval_ms = 1000;
   TriageOnce(path, timed);
-  for (ww::InputFormat f :
-       {ww::InputFormat::kDcgmiDmon, ww::InputFormat::kDcgmExporter, ww::InputFormat::kWandb,
-        ww::InputFormat::kSmiTable, ww::InputFormat::kCustomCsv, ww::InputFormat::kPromJson}) {
+  // Every format of the registry (nvidia-smi's reader has its own target too).
+  for (ww::InputFormat f : ww::ingest::Formats()) {
     ww::IngestOptions forced;
     forced.format = f;
     forced.replay.interval_ms = 100;

@@ -37,8 +37,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   timed.replay.interval_ms = 1000;
   timed.wide_metric = "power";
   TriageOnce(path, timed);
-  for (ww::InputFormat f : {ww::InputFormat::kGpustat, ww::InputFormat::kWide,
-                            ww::InputFormat::kLlview, ww::InputFormat::kTable}) {
+  for (const char* name : {"gpustat", "wide", "llview", "table"}) {
+    const ww::InputFormat f = *ww::ParseInputFormat(name);
     ww::IngestOptions forced;
     forced.format = f;
     forced.replay.interval_ms = 100;
@@ -46,7 +46,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     TriageOnce(path, forced);
   }
   ww::IngestOptions split;
-  split.format = ww::InputFormat::kTable;
+  split.format = *ww::ParseInputFormat("table");
   split.map = {{"power", "b"}, {"time", "a"}};
   split.split_id = "c";
   TriageOnce(path, split);

@@ -1,5 +1,6 @@
 // libFuzzer target for the nvidia-smi log reader: the input is one log file (csv, dmon or
-// anything else), read through OpenReplay three ways (header, --query for headerless logs,
+// anything else), read as `triage --format nvidia-smi` three ways (header, --query for headerless
+// logs,
 // --interval-ms for logs without time) and triaged to the end, so whatever the reader lets
 // through must also be safe for the engine and the report.
 // Build and run: `make fuzz`, then
@@ -13,21 +14,18 @@
 
 #include "fuzz_triage.h"
 #include "report/triage_report.h"
-#include "telemetry/replay/nvsmi_log.h"
+#include "telemetry/ingest/open.h"
 #include "triage/engine.h"
 #include "triage/run.h"
 
 namespace {
 
+// As `triage --format nvidia-smi FILE` reads it.
 void TriageOnce(const std::string& path, const ww::ReplayOptions& options) {
-  auto source = ww::OpenReplay({path}, options);
-  if (!source.ok()) return;
-  ww::triage::TriageEngine engine;
-  ww::Status st = ww::triage::RunToEnd(**source, engine);
-  if (!st.ok()) return;
-  auto report = ww::report::MakeReport(engine, (*source)->hosts(), (*source)->warnings());
-  (void)ww::report::RenderText(report);
-  (void)ww::report::RenderJson(report).dump();
+  ww::IngestOptions io;
+  io.format = *ww::ParseInputFormat("nvidia-smi");
+  io.replay = options;
+  ww::fuzz::TriageOnce(path, io);
 }
 
 }  // namespace

@@ -95,7 +95,7 @@ std::string Zstd(const std::string& text) {
 TEST(RealFormats, DcgmiDmonV100) {
   const std::string f = kFormats + "mertside_GV100-baseline-LSTM-1380-0.dcgmi-dmon.txt";
   WW_REQUIRE_SHARED_FILE(f);
-  EXPECT_EQ(*DetectInputFormat(f, {}), InputFormat::kDcgmiDmon);
+  EXPECT_STREQ(InputFormatName(*DetectInputFormat(f, {})), "dcgmi-dmon");
   // Without the -d of the command: one clear message.
   Drained none = ReadOne(f);
   ASSERT_FALSE(none.status.ok());
@@ -145,7 +145,7 @@ TEST(RealFormats, DcgmExporterKopsL4EmbeddedInMarkdown) {
   const std::string f =
       kFormats + "cncf_kops_TestObservability_AcceleratorMetrics_ViaDCGM_output.md";
   WW_REQUIRE_SHARED_FILE(f);
-  EXPECT_EQ(*DetectInputFormat(f, {}), InputFormat::kDcgmExporter);
+  EXPECT_STREQ(InputFormatName(*DetectInputFormat(f, {})), "dcgm-exporter");
   Drained d = ReadOne(f);
   ASSERT_TRUE(d.status.ok()) << d.status.message();
   // The file holds one GPU (gpu="0"), its scrape printed twice (kubectl logs, then the test's
@@ -524,7 +524,7 @@ TEST(Wandb, JsonLinesWithRuntimeOnlyAndNestedValues) {
             "\"system.gpu.0.temp\": 61, \"_wandb\": {\"x\": [1, 2]}, \"_runtime\": 2}\n"
             "{\"system.gpu.0.gpu\": 99, \"system.gpu.0.powerWatts\": 351, \"_runtime\": 4}\n"
             "{\"system.gpu.0.gpu\": 99, \"system.gpu.0.po");
-  EXPECT_EQ(*DetectInputFormat(p, {}), InputFormat::kWandb);
+  EXPECT_STREQ(InputFormatName(*DetectInputFormat(p, {})), "wandb");
   Drained d = ReadOne(p);
   ASSERT_TRUE(d.status.ok()) << d.status.message();
   ASSERT_EQ(d.samples.size(), 2u);
@@ -589,7 +589,7 @@ TEST(SmiTable, SlurmOutWithTablesBetweenTrainingLines) {
                            "| epoch | loss |\n|   1   | 2.30 |\n"
                            "step 100 loss 2.31\n") +
                    kTable450 + "step 200 loss 2.10\n" + kTable550 + "done\n");
-  EXPECT_EQ(*DetectInputFormat(p, {}), InputFormat::kSmiTable);
+  EXPECT_STREQ(InputFormatName(*DetectInputFormat(p, {})), "smi-table");
   Drained d = ReadOne(p);
   ASSERT_TRUE(d.status.ok()) << d.status.message();
   ASSERT_EQ(d.batches.size(), 2u);
@@ -653,9 +653,9 @@ TEST(Detect, ForcedFormatAndNvidiaSmiUnchanged) {
   WriteFile(csv,
             "timestamp, index, power.draw [W], utilization.gpu [%]\n"
             "2025/11/18 11:29:20.000, 0, 500.00 W, 98 %\n");
-  EXPECT_EQ(*DetectInputFormat(csv, {}), InputFormat::kNvidiaSmi);
+  EXPECT_STREQ(InputFormatName(*DetectInputFormat(csv, {})), "nvidia-smi");
   IngestOptions forced;
-  forced.format = InputFormat::kCustomCsv;
+  forced.format = *ParseInputFormat("custom-csv");
   Drained d = Read({csv}, forced);
   ASSERT_TRUE(d.status.ok()) << d.status.message();
   EXPECT_DOUBLE_EQ(*d.samples[0].power_w, 500);

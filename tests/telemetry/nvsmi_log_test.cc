@@ -699,7 +699,8 @@ TEST(NvsmiLogTest, MultipleFilesAreHostsMergedInTimeOrder) {
   const std::string pc = dir.Write("x/node0.csv", a);
   ReadAll twice = ReadReplay({pa, pc});
   ASSERT_TRUE(twice.status.ok()) << twice.status.message();
-  EXPECT_EQ(twice.hosts, (std::vector<std::string>{"node0", "node0#2"}));
+  // Named by the folders that tell them apart, as triage names them (HostNamesForPaths).
+  EXPECT_EQ(twice.hosts, (std::vector<std::string>{"logs/node0", "x/node0"}));
   EXPECT_EQ(twice.samples.size(), 40u);
 
   // One bad file fails the whole replay, naming that file.

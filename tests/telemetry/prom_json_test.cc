@@ -263,7 +263,7 @@ TEST(PromJson, DetectedFromContentAlsoAsOneLongLineAndGzip) {
   WriteFile(path, doc);
   auto f = DetectInputFormat(path, {});
   ASSERT_TRUE(f.ok()) << f.status().message();
-  EXPECT_EQ(*f, InputFormat::kPromJson);
+  EXPECT_STREQ(InputFormatName(*f), "prometheus-json");
   auto in = OpenTelemetryFiles({path});
   ASSERT_TRUE(in.ok()) << in.status().message();
   Read r = Drain(std::move(in->source));

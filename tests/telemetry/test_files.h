@@ -11,6 +11,7 @@
 #include "core/sample.h"
 #include "core/status.h"
 #include "support/support.h"
+#include "telemetry/ingest/open.h"
 #include "telemetry/replay/nvsmi_log.h"
 #include "telemetry/replay/nvsmi_writer.h"
 
@@ -31,24 +32,29 @@ struct ReadAll {
   }
 };
 
+// Reads nvidia-smi logs as `triage --format nvidia-smi FILES...` does (host names included).
 inline ReadAll ReadReplay(const std::vector<std::string>& paths,
                           const ReplayOptions& options = {}) {
   ReadAll r;
-  auto src = OpenReplay(paths, options);
-  if (!src.ok()) {
-    r.status = src.status();
+  IngestOptions io;
+  io.format = *ParseInputFormat("nvidia-smi");
+  io.replay = options;
+  auto opened = OpenTelemetryFiles(paths, io);
+  if (!opened.ok()) {
+    r.status = opened.status();
     return r;
   }
+  TelemetrySource* src = opened->source.get();
   for (;;) {
     std::vector<GpuSample> batch;
-    r.status = (*src)->Next(&batch);
+    r.status = src->Next(&batch);
     if (!r.status.ok() || batch.empty()) break;
     r.samples.insert(r.samples.end(), batch.begin(), batch.end());
     r.batches.push_back(std::move(batch));
   }
-  r.hosts = (*src)->hosts();
-  r.gpus = (*src)->gpus();
-  r.warnings = (*src)->warnings();
+  r.hosts = src->hosts();
+  r.gpus = src->gpus();
+  r.warnings = src->warnings();
   return r;
 }
 

@@ -9,7 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "support/support.h"
-#include "telemetry/replay/nvsmi_log.h"
+#include "telemetry/ingest/open.h"
 #include "triage/engine.h"
 #include "triage/run.h"
 
@@ -32,11 +32,13 @@ struct TraceResult {
 
 TraceResult TriageFile(const std::string& file, const std::string& dir = kDir) {
   TraceResult r;
-  auto src = OpenReplay({dir + file});
-  EXPECT_TRUE(src.ok()) << src.status().message();
-  if (!src.ok()) return r;
+  IngestOptions io;
+  io.format = *ParseInputFormat("nvidia-smi");
+  auto in = OpenTelemetryFiles({dir + file}, io);
+  EXPECT_TRUE(in.ok()) << in.status().message();
+  if (!in.ok()) return r;
   triage::TriageEngine engine({}, &r.labels);
-  EXPECT_TRUE(triage::RunToEnd(**src, engine).ok());
+  EXPECT_TRUE(triage::RunToEnd(*in->source, engine).ok());
   r.hangs = engine.hang_episodes();
   r.checkpoints = engine.checkpoints();
   r.first_ms = engine.first_timestamp_ms();

@@ -4,7 +4,9 @@
 
 #include <cmath>
 
+#include "core/sample_ranges.h"
 #include "core/strings.h"
+#include "telemetry/ingest/format.h"
 
 namespace ww::ingest {
 namespace {
@@ -25,42 +27,41 @@ struct FieldDef {
   const char* name;
   Kind kind;
   std::optional<double> GpuSample::*member;
-  double lo, hi;
+  PlausibleRange range;
 };
 
-constexpr double kMaxMib = 16.0 * 1024 * 1024;
-constexpr double kMaxBytesPerS = 1e13;
-
 const FieldDef kFields[] = {
-    {"DCGM_FI_DEV_POWER_USAGE", Kind::kDouble, &GpuSample::power_w, 0, 5000},
-    {"DCGM_FI_DEV_POWER_USAGE_INSTANT", Kind::kDouble, &GpuSample::power_instant_w, 0, 5000},
-    {"DCGM_FI_DEV_ENFORCED_POWER_LIMIT", Kind::kEnforcedLimit, &GpuSample::power_limit_w, 0, 5000},
-    {"DCGM_FI_DEV_POWER_MGMT_LIMIT", Kind::kMgmtLimit, &GpuSample::power_limit_w, 0, 5000},
-    {"DCGM_FI_DEV_GPU_UTIL", Kind::kUtil, &GpuSample::util_gpu_pct, 0, 100},
-    {"DCGM_FI_DEV_MEM_COPY_UTIL", Kind::kDouble, &GpuSample::util_mem_pct, 0, 100},
-    {"DCGM_FI_DEV_SM_CLOCK", Kind::kDouble, &GpuSample::sm_clock_mhz, 0, 20000},
-    {"DCGM_FI_DEV_MEM_CLOCK", Kind::kDouble, &GpuSample::mem_clock_mhz, 0, 20000},
-    {"DCGM_FI_DEV_GPU_TEMP", Kind::kDouble, &GpuSample::temperature_c, -60, 200},
-    {"DCGM_FI_DEV_FB_USED", Kind::kDouble, &GpuSample::mem_used_mib, 0, kMaxMib},
-    {"DCGM_FI_DEV_FB_TOTAL", Kind::kDouble, &GpuSample::mem_total_mib, 0, kMaxMib},
-    {"DCGM_FI_DEV_FB_FREE", Kind::kFbFree, nullptr, 0, kMaxMib},
-    {"DCGM_FI_DEV_FB_RESERVED", Kind::kFbReserved, nullptr, 0, kMaxMib},
-    {"DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", Kind::kEnergy, nullptr, 0, 1.8e19},
-    {"DCGM_FI_DEV_CLOCK_THROTTLE_REASONS", Kind::kReasons, nullptr, 0, 1.8e19},
-    {"DCGM_FI_DEV_CLOCKS_EVENT_REASONS", Kind::kReasons, nullptr, 0, 1.8e19},
-    {"DCGM_FI_PROF_GR_ENGINE_ACTIVE", Kind::kGrActive, nullptr, 0, 1.05},
-    {"DCGM_FI_PROF_SM_ACTIVE", Kind::kDouble, &GpuSample::sm_activity_ratio, 0, 1.05},
-    {"DCGM_FI_PROF_SM_OCCUPANCY", Kind::kDouble, &GpuSample::sm_occupancy_ratio, 0, 1.05},
-    {"DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", Kind::kDouble, &GpuSample::tensor_activity_ratio, 0, 1.05},
-    {"DCGM_FI_PROF_DRAM_ACTIVE", Kind::kDouble, &GpuSample::dram_bw_util_ratio, 0, 1.05},
-    {"DCGM_FI_PROF_PCIE_TX_BYTES", Kind::kDouble, &GpuSample::pcie_tx_bytes_per_s, 0,
-     kMaxBytesPerS},
-    {"DCGM_FI_PROF_PCIE_RX_BYTES", Kind::kDouble, &GpuSample::pcie_rx_bytes_per_s, 0,
-     kMaxBytesPerS},
-    {"DCGM_FI_PROF_NVLINK_TX_BYTES", Kind::kDouble, &GpuSample::nvlink_tx_bytes_per_s, 0,
-     kMaxBytesPerS},
-    {"DCGM_FI_PROF_NVLINK_RX_BYTES", Kind::kDouble, &GpuSample::nvlink_rx_bytes_per_s, 0,
-     kMaxBytesPerS},
+    {"DCGM_FI_DEV_POWER_USAGE", Kind::kDouble, &GpuSample::power_w, kPowerRangeW},
+    {"DCGM_FI_DEV_POWER_USAGE_INSTANT", Kind::kDouble, &GpuSample::power_instant_w, kPowerRangeW},
+    {"DCGM_FI_DEV_ENFORCED_POWER_LIMIT", Kind::kEnforcedLimit, &GpuSample::power_limit_w,
+     kPowerRangeW},
+    {"DCGM_FI_DEV_POWER_MGMT_LIMIT", Kind::kMgmtLimit, &GpuSample::power_limit_w, kPowerRangeW},
+    {"DCGM_FI_DEV_GPU_UTIL", Kind::kUtil, &GpuSample::util_gpu_pct, kPercentRange},
+    {"DCGM_FI_DEV_MEM_COPY_UTIL", Kind::kDouble, &GpuSample::util_mem_pct, kPercentRange},
+    {"DCGM_FI_DEV_SM_CLOCK", Kind::kDouble, &GpuSample::sm_clock_mhz, kClockRangeMhz},
+    {"DCGM_FI_DEV_MEM_CLOCK", Kind::kDouble, &GpuSample::mem_clock_mhz, kClockRangeMhz},
+    {"DCGM_FI_DEV_GPU_TEMP", Kind::kDouble, &GpuSample::temperature_c, kTemperatureRangeC},
+    {"DCGM_FI_DEV_FB_USED", Kind::kDouble, &GpuSample::mem_used_mib, kMemoryRangeMib},
+    {"DCGM_FI_DEV_FB_TOTAL", Kind::kDouble, &GpuSample::mem_total_mib, kMemoryRangeMib},
+    {"DCGM_FI_DEV_FB_FREE", Kind::kFbFree, nullptr, kMemoryRangeMib},
+    {"DCGM_FI_DEV_FB_RESERVED", Kind::kFbReserved, nullptr, kMemoryRangeMib},
+    {"DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", Kind::kEnergy, nullptr, {0, 1.8e19}},
+    {"DCGM_FI_DEV_CLOCK_THROTTLE_REASONS", Kind::kReasons, nullptr, {0, 1.8e19}},
+    {"DCGM_FI_DEV_CLOCKS_EVENT_REASONS", Kind::kReasons, nullptr, {0, 1.8e19}},
+    {"DCGM_FI_PROF_GR_ENGINE_ACTIVE", Kind::kGrActive, nullptr, kActivityRange},
+    {"DCGM_FI_PROF_SM_ACTIVE", Kind::kDouble, &GpuSample::sm_activity_ratio, kActivityRange},
+    {"DCGM_FI_PROF_SM_OCCUPANCY", Kind::kDouble, &GpuSample::sm_occupancy_ratio, kActivityRange},
+    {"DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", Kind::kDouble, &GpuSample::tensor_activity_ratio,
+     kActivityRange},
+    {"DCGM_FI_PROF_DRAM_ACTIVE", Kind::kDouble, &GpuSample::dram_bw_util_ratio, kActivityRange},
+    {"DCGM_FI_PROF_PCIE_TX_BYTES", Kind::kDouble, &GpuSample::pcie_tx_bytes_per_s,
+     kLinkRangeBytesPerS},
+    {"DCGM_FI_PROF_PCIE_RX_BYTES", Kind::kDouble, &GpuSample::pcie_rx_bytes_per_s,
+     kLinkRangeBytesPerS},
+    {"DCGM_FI_PROF_NVLINK_TX_BYTES", Kind::kDouble, &GpuSample::nvlink_tx_bytes_per_s,
+     kLinkRangeBytesPerS},
+    {"DCGM_FI_PROF_NVLINK_RX_BYTES", Kind::kDouble, &GpuSample::nvlink_rx_bytes_per_s,
+     kLinkRangeBytesPerS},
 };
 constexpr size_t kNumFields = sizeof(kFields) / sizeof(kFields[0]);
 
@@ -232,7 +233,7 @@ DcgmScrapeDecoder::LineResult DcgmScrapeDecoder::Store(const SeriesRef& ref,
   const FieldDef& def = kFields[field];
   const double v = value;
   if (std::isnan(v)) return LineResult::kRead;  // no reading: absent, never 0
-  if (!(v >= def.lo && v <= def.hi)) {
+  if (!(v >= def.range.lo && v <= def.range.hi)) {
     *why = fmt::format("{}: {} is out of the plausible range", def.name, v);
     return LineResult::kMalformed;
   }
@@ -462,5 +463,18 @@ Result<OpenedFile> OpenDcgmExporter(std::unique_ptr<LineReader> reader, const st
   f.source = std::move(src);
   return f;
 }
+
+// --format dcgm-exporter: recognized by a DCGM_FI_ sample line anywhere in the first lines (a
+// scrape may follow a page of other output).
+namespace {
+constexpr DetectRule kDcgmExporterDetect[] = {
+    {120, DetectRule::kLine,
+     [](const DetectLine& l) { return IsPromSampleLine(l.text, "DCGM_FI_"); }},
+};
+}  // namespace
+
+extern const Format kDcgmExporterFormat;
+const Format kDcgmExporterFormat{"dcgm-exporter", "dcgm-exporter /metrics text",
+                                 kDcgmExporterDetect, OpenLines<OpenDcgmExporter>};
 
 }  // namespace ww::ingest

@@ -5,8 +5,10 @@
 #include <cmath>
 #include <unordered_map>
 
+#include "core/sample_ranges.h"
 #include "core/strings.h"
 #include "core/timefmt.h"
+#include "telemetry/ingest/format.h"
 
 namespace ww::ingest {
 namespace {
@@ -29,24 +31,28 @@ Column MapTag(std::string_view tag) {
     double scale, lo, hi;
   };
   static const std::unordered_map<std::string, Def> kTags = {
-      {"POWER", {&GpuSample::power_w, 1, 0, 5000}},
-      {"PMLMT", {&GpuSample::power_limit_w, 1, 0, 5000}},
-      {"GPUTL", {&GpuSample::util_gpu_pct, 1, 0, 100}},
-      {"MCUTL", {&GpuSample::util_mem_pct, 1, 0, 100}},
-      {"FBUSD", {&GpuSample::mem_used_mib, 1, 0, 16.0 * 1024 * 1024}},
-      {"FBTTL", {&GpuSample::mem_total_mib, 1, 0, 16.0 * 1024 * 1024}},
-      {"TMPTR", {&GpuSample::temperature_c, 1, -60, 200}},
-      {"SMCLK", {&GpuSample::sm_clock_mhz, 1, 0, 20000}},
-      {"MMCLK", {&GpuSample::mem_clock_mhz, 1, 0, 20000}},
-      {"GRACT", {&GpuSample::gr_engine_active_ratio, 1, 0, 1.05}},
-      {"SMACT", {&GpuSample::sm_activity_ratio, 1, 0, 1.05}},
-      {"SMOCC", {&GpuSample::sm_occupancy_ratio, 1, 0, 1.05}},
-      {"TENSO", {&GpuSample::tensor_activity_ratio, 1, 0, 1.05}},
-      {"DRAMA", {&GpuSample::dram_bw_util_ratio, 1, 0, 1.05}},
-      {"PCITX", {&GpuSample::pcie_tx_bytes_per_s, 1, 0, 1e13}},
-      {"PCIRX", {&GpuSample::pcie_rx_bytes_per_s, 1, 0, 1e13}},
-      {"NVLTX", {&GpuSample::nvlink_tx_bytes_per_s, 1, 0, 1e13}},
-      {"NVLRX", {&GpuSample::nvlink_rx_bytes_per_s, 1, 0, 1e13}},
+      {"POWER", {&GpuSample::power_w, 1, kPowerRangeW.lo, kPowerRangeW.hi}},
+      {"PMLMT", {&GpuSample::power_limit_w, 1, kPowerRangeW.lo, kPowerRangeW.hi}},
+      {"GPUTL", {&GpuSample::util_gpu_pct, 1, kPercentRange.lo, kPercentRange.hi}},
+      {"MCUTL", {&GpuSample::util_mem_pct, 1, kPercentRange.lo, kPercentRange.hi}},
+      {"FBUSD", {&GpuSample::mem_used_mib, 1, kMemoryRangeMib.lo, kMemoryRangeMib.hi}},
+      {"FBTTL", {&GpuSample::mem_total_mib, 1, kMemoryRangeMib.lo, kMemoryRangeMib.hi}},
+      {"TMPTR", {&GpuSample::temperature_c, 1, kTemperatureRangeC.lo, kTemperatureRangeC.hi}},
+      {"SMCLK", {&GpuSample::sm_clock_mhz, 1, kClockRangeMhz.lo, kClockRangeMhz.hi}},
+      {"MMCLK", {&GpuSample::mem_clock_mhz, 1, kClockRangeMhz.lo, kClockRangeMhz.hi}},
+      {"GRACT", {&GpuSample::gr_engine_active_ratio, 1, kActivityRange.lo, kActivityRange.hi}},
+      {"SMACT", {&GpuSample::sm_activity_ratio, 1, kActivityRange.lo, kActivityRange.hi}},
+      {"SMOCC", {&GpuSample::sm_occupancy_ratio, 1, kActivityRange.lo, kActivityRange.hi}},
+      {"TENSO", {&GpuSample::tensor_activity_ratio, 1, kActivityRange.lo, kActivityRange.hi}},
+      {"DRAMA", {&GpuSample::dram_bw_util_ratio, 1, kActivityRange.lo, kActivityRange.hi}},
+      {"PCITX",
+       {&GpuSample::pcie_tx_bytes_per_s, 1, kLinkRangeBytesPerS.lo, kLinkRangeBytesPerS.hi}},
+      {"PCIRX",
+       {&GpuSample::pcie_rx_bytes_per_s, 1, kLinkRangeBytesPerS.lo, kLinkRangeBytesPerS.hi}},
+      {"NVLTX",
+       {&GpuSample::nvlink_tx_bytes_per_s, 1, kLinkRangeBytesPerS.lo, kLinkRangeBytesPerS.hi}},
+      {"NVLRX",
+       {&GpuSample::nvlink_rx_bytes_per_s, 1, kLinkRangeBytesPerS.lo, kLinkRangeBytesPerS.hi}},
   };
   const std::string upper = [&] {
     std::string u(tag);
@@ -310,5 +316,17 @@ Result<OpenedFile> OpenDcgmiDmon(std::unique_ptr<LineReader> reader, const std::
   f.source = std::move(src);
   return f;
 }
+
+// --format dcgmi-dmon: recognized by its header (`#Entity ...`).
+namespace {
+constexpr DetectRule kDcgmiDmonDetect[] = {
+    {20, DetectRule::kLine,
+     [](const DetectLine& l) { return l.index == 0 && IsDcgmiDmonHeader(l.text); }},
+};
+}  // namespace
+
+extern const Format kDcgmiDmonFormat;
+const Format kDcgmiDmonFormat{"dcgmi-dmon", "dcgmi dmon text", kDcgmiDmonDetect,
+                              OpenLines<OpenDcgmiDmon>};
 
 }  // namespace ww::ingest

@@ -6,8 +6,10 @@
 #include <cmath>
 #include <cstdio>
 
+#include "core/sample_ranges.h"
 #include "core/strings.h"
 #include "core/timefmt.h"
+#include "telemetry/ingest/format.h"
 
 namespace ww::ingest {
 namespace {
@@ -279,7 +281,8 @@ bool ParseGpustatLine(std::string_view line, GpustatLine* out, std::string* erro
                   "\xb0"
                   "C",
                   "ºC"},
-                 "temperature", &out->temperature_c, -60, 200, error)) {
+                 "temperature", &out->temperature_c, kTemperatureRangeC.lo, kTemperatureRangeC.hi,
+                 error)) {
     return false;
   }
   std::vector<std::string_view> pcts;
@@ -288,9 +291,11 @@ bool ParseGpustatLine(std::string_view line, GpustatLine* out, std::string* erro
     if (p.empty()) continue;
     if (p.back() == 'W') {
       const auto pw = Split(p.substr(0, p.size() - 1), '/');
-      if (!SetNumber(pw[0], {""}, "power draw", &out->power_w, 0, 5000, error)) return false;
-      if (pw.size() > 1 &&
-          !SetNumber(pw[1], {""}, "power limit", &out->power_limit_w, 0, 5000, error)) {
+      if (!SetNumber(pw[0], {""}, "power draw", &out->power_w, kPowerRangeW.lo, kPowerRangeW.hi,
+                     error))
+        return false;
+      if (pw.size() > 1 && !SetNumber(pw[1], {""}, "power limit", &out->power_limit_w,
+                                      kPowerRangeW.lo, kPowerRangeW.hi, error)) {
         return false;
       }
     } else if (p.back() == '%') {
@@ -319,9 +324,12 @@ bool ParseGpustatLine(std::string_view line, GpustatLine* out, std::string* erro
     *error = fmt::format("memory: '{}' is not 'USED / TOTAL MB'", Excerpt(mem, 24));
     return false;
   }
-  constexpr double kMaxMib = 16.0 * 1024 * 1024;
-  if (!SetNumber(mm[0], {""}, "memory used", &out->mem_used_mib, 0, kMaxMib, error)) return false;
-  if (!SetNumber(mm[1], {""}, "memory total", &out->mem_total_mib, 0, kMaxMib, error)) return false;
+  if (!SetNumber(mm[0], {""}, "memory used", &out->mem_used_mib, kMemoryRangeMib.lo,
+                 kMemoryRangeMib.hi, error))
+    return false;
+  if (!SetNumber(mm[1], {""}, "memory total", &out->mem_total_mib, kMemoryRangeMib.lo,
+                 kMemoryRangeMib.hi, error))
+    return false;
   return true;
 }
 
@@ -391,5 +399,21 @@ Result<OpenedFile> OpenGpustat(std::unique_ptr<LineReader> reader, const std::st
   f.source = std::move(src);
   return f;
 }
+
+// --format gpustat: recognized by a GPU line (`[0] NVIDIA H100 ...`, maybe coloured) anywhere in
+// the first lines.
+namespace {
+constexpr DetectRule kGpustatDetect[] = {
+    {110, DetectRule::kLine,
+     [](const DetectLine& l) {
+       return (l.text.front() == '[' || l.text.front() == '\x1b') && IsGpustatGpuLine(l.text);
+     }},
+};
+}  // namespace
+
+extern const Format kGpustatFormat;
+const Format kGpustatFormat{"gpustat",
+                            "gpustat output in a loop (--interval-ms without host lines)",
+                            kGpustatDetect, OpenLines<OpenGpustat>};
 
 }  // namespace ww::ingest

@@ -2,15 +2,9 @@
 // bytes for gzip/zstd, then the first lines), never from the file name, or forced with
 // --format. One file is one host; several files are merged in timestamp order.
 //
-// Formats (names for --format): nvidia-smi (`--query-gpu ... --format=csv` and `nvidia-smi
-// dmon`), dcgmi-dmon, dcgm-exporter (Prometheus text as scraped from :9400/metrics), wandb
-// (system metrics, CSV or JSON lines), smi-table (the default `nvidia-smi` table in a loop, also
-// inside a Slurm .out), custom-csv (home-made CSVs; --map FIELD=COLUMN), prometheus-json (saved
-// /api/v1/query_range responses; one file may hold several hosts), gpustat (its output in a
-// loop), wide (one column per GPU, `,timestamp,GPU 0,GPU 1`; --wide METRIC), llview (LLview /
-// JuRepTool per-GPU job tables; hosts from nodeid), table (whitespace-separated tables; --map,
-// --split-id). Identical repeated header lines are skipped everywhere. A file nothing
-// recognizes is an error naming its first line, the formats read and --map.
+// The formats are the rows of ingest::Formats() (format.h); this file only loops over them.
+// Identical repeated header lines are skipped everywhere. A file nothing recognizes is an error
+// naming its first line, the formats read and --map.
 // Ownership: the caller owns the returned source. Thread-safety: free functions.
 #pragma once
 
@@ -22,42 +16,17 @@
 
 #include "core/status.h"
 #include "telemetry/ingest/file_source.h"
-#include "telemetry/replay/nvsmi_log.h"
+#include "telemetry/ingest/format.h"
 
 namespace ww {
 
-enum class InputFormat {
-  kAuto,
-  kNvidiaSmi,
-  kDcgmiDmon,
-  kDcgmExporter,
-  kWandb,
-  kSmiTable,
-  kCustomCsv,
-  kPromJson,
-  kGpustat,
-  kWide,
-  kLlview,
-  kTable
-};
-
-// "auto", "nvidia-smi", "dcgmi-dmon", "dcgm-exporter", "wandb", "smi-table", "custom-csv",
-// "prometheus-json", "gpustat", "wide", "llview", "table".
+// "auto" (nullptr) or a format's name (ingest::Formats()); unknown names are an error listing them.
 Result<InputFormat> ParseInputFormat(std::string_view name);
-const char* InputFormatName(InputFormat f);
+const char* InputFormatName(InputFormat f);  // "auto" for nullptr
 // "nvidia-smi, dcgmi-dmon, dcgm-exporter, wandb, smi-table, custom-csv, ..."
 std::string InputFormatNames();
-// One line per format: "  NAME  what it reads", from the same table (triage --help, docs).
+// One line per format: "  NAME  what it reads", from the same rows (triage --help, docs).
 std::string InputFormatHelp();
-
-struct IngestOptions {
-  InputFormat format = InputFormat::kAuto;
-  ReplayOptions replay;  // the nvidia-smi reader's options; interval_ms serves every format
-  std::vector<std::pair<std::string, std::string>> map;  // --map FIELD=COLUMN
-  std::string wide_metric;      // --wide METRIC: what `GPU 0`-style columns hold
-  std::string split_id;         // --split-id COLUMN: a `<host>_<gpu>` column of a whitespace table
-  bool multiple_files = false;  // set by OpenTelemetryFiles: a prometheus-json file must be alone
-};
 
 // Parses "FIELD=COLUMN" (--map); FIELD is one of ingest::MapFieldNames().
 Status ParseMapFlag(std::string_view flag, std::vector<std::pair<std::string, std::string>>* out);

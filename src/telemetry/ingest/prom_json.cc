@@ -11,6 +11,7 @@
 #include "core/stats.h"
 #include "core/timefmt.h"
 #include "telemetry/ingest/dcgm_exporter.h"
+#include "telemetry/ingest/format.h"
 
 namespace ww::ingest {
 namespace {
@@ -756,5 +757,26 @@ Result<OpenedFile> OpenPromJson(std::unique_ptr<LineReader> reader, const std::s
   f.description = decoder.Describe();
   return f;
 }
+
+// --format prometheus-json: recognized from the first 4 KiB (one JSON line, often longer than a
+// line reader takes). A response holds its own hosts, so it must be the only file.
+namespace {
+constexpr DetectRule kPromJsonDetect[] = {
+    {0, DetectRule::kHead, [](const DetectLine& l) { return LooksLikePromJson(l.text); }},
+};
+}  // namespace
+
+extern const Format kPromJsonFormat;
+const Format kPromJsonFormat{
+    "prometheus-json", "Prometheus query_range JSON", kPromJsonDetect,
+    [](const OpenRequest& r, std::unique_ptr<LineReader> lines) -> Result<OpenedFile> {
+      if (r.host_index != 0 || r.options.multiple_files) {
+        return Status::InvalidInput(fmt::format(
+            "{}: a Prometheus JSON response holds its own hosts (by Hostname/instance); give it "
+            "alone, or concatenate the responses into one file",
+            r.path));
+      }
+      return OpenPromJson(std::move(lines), r.host);
+    }};
 
 }  // namespace ww::ingest

@@ -5,8 +5,10 @@
 #include <cmath>
 #include <cstring>
 
+#include "core/sample_ranges.h"
 #include "core/strings.h"
 #include "core/timefmt.h"
+#include "telemetry/ingest/format.h"
 
 namespace ww::ingest {
 namespace {
@@ -207,7 +209,7 @@ class SmiTableSource final : public FileSource {
       bad = true;
     }
     for (auto* f : {&cur_.power_w, &cur_.power_limit_w}) {
-      if (*f && (**f < 0 || **f > 5000)) {
+      if (*f && (**f < kPowerRangeW.lo || **f > kPowerRangeW.hi)) {
         f->reset();
         bad = true;
       }
@@ -301,5 +303,17 @@ Result<OpenedFile> OpenSmiTable(std::unique_ptr<LineReader> reader, const std::s
   f.source = std::move(src);
   return f;
 }
+
+// --format smi-table: recognized by the table's banner anywhere in the first lines (a Slurm .out
+// prints the job's own output first).
+namespace {
+constexpr DetectRule kSmiTableDetect[] = {
+    {130, DetectRule::kLine, [](const DetectLine& l) { return IsSmiTableBanner(l.text); }},
+};
+}  // namespace
+
+extern const Format kSmiTableFormat;
+const Format kSmiTableFormat{"smi-table", "the nvidia-smi table in a loop (a Slurm .out)",
+                             kSmiTableDetect, OpenLines<OpenSmiTable>};
 
 }  // namespace ww::ingest

@@ -7,8 +7,10 @@
 #include <set>
 #include <unordered_map>
 
+#include "core/sample_ranges.h"
 #include "core/strings.h"
 #include "core/timefmt.h"
+#include "telemetry/ingest/format.h"
 
 namespace ww::ingest {
 namespace {
@@ -352,28 +354,26 @@ Role Classify(std::string_view raw_name, bool wandb) {
   return r;
 }
 
-struct Range {
-  double lo, hi;
-};
+using Range = PlausibleRange;
 Range RangeFor(F f) {
   switch (f) {
     case F::kPower:
     case F::kPowerLimit:
-      return {0, 5000};
+      return kPowerRangeW;
     case F::kPowerPct:
       return {0, 200};
     case F::kUtil:
     case F::kMemUtil:
     case F::kMemUsedPct:
-      return {0, 100};
+      return kPercentRange;
     case F::kMemUsed:
     case F::kMemTotal:
-      return {0, 16.0 * 1024 * 1024};
+      return kMemoryRangeMib;
     case F::kTemp:
-      return {-60, 200};
+      return kTemperatureRangeC;
     case F::kSmClock:
     case F::kMemClock:
-      return {0, 20000};
+      return kClockRangeMhz;
     default:
       return {-1e300, 1e300};
   }
@@ -1180,5 +1180,75 @@ Result<OpenedFile> OpenWandbJsonl(std::unique_ptr<LineReader> reader, const std:
   f.source = std::move(src);
   return f;
 }
+
+// --format wandb: a W&B CSV header on the first line or a W&B JSON record anywhere in the first
+// lines; JSON lines when the first record is an object, else the CSV export.
+namespace {
+constexpr DetectRule kWandbDetect[] = {
+    {40, DetectRule::kLine,
+     [](const DetectLine& l) { return l.index == 0 && LooksLikeWandbCsvHeader(l.text); }},
+    {140, DetectRule::kLine, [](const DetectLine& l) { return LooksLikeWandbJsonLine(l.text); }},
+};
+
+Result<OpenedFile> OpenWandb(const OpenRequest& r, std::unique_ptr<LineReader> lines) {
+  std::string_view line;
+  bool complete;
+  bool jsonl = false;
+  {
+    auto peek = LineReader::Open(r.path);
+    if (!peek.ok()) return peek.status();
+    for (;;) {
+      auto next = (*peek)->Next(&line, &complete);
+      if (!next.ok()) return next.status();
+      if (!*next) break;
+      if (TrimSpace(line).empty()) continue;
+      jsonl = TrimSpace(line).front() == '{';
+      break;
+    }
+  }
+  return jsonl ? OpenWandbJsonl(std::move(lines), r.host, r.host_index, r.reader)
+               : OpenCustomCsv(std::move(lines), r.host, r.host_index, r.reader, true);
+}
+
+// --format custom-csv: an nvidia-smi-like header with --map, --map on a first line that is not
+// whitespace-only, or a header naming a power or utilization column (after every rule that
+// looks further down the first lines).
+constexpr DetectRule kCustomCsvDetect[] = {
+    {80, DetectRule::kLine,
+     [](const DetectLine& l) {
+       return l.index == 0 && !l.options.map.empty() && LooksLikeNvsmiCsvHeader(l.text);
+     }},
+    // After the table's rule 100, which takes a whitespace-only first line.
+    {101, DetectRule::kLine,
+     [](const DetectLine& l) {
+       return l.index == 0 && !l.options.map.empty() && l.text.front() != '{';
+     }},
+    {150, DetectRule::kLine,
+     [](const DetectLine& l) { return l.index == 0 && LooksLikeCustomCsvHeader(l.text); }},
+};
+
+// --format wide: a `,timestamp,GPU 0,GPU 1` or `gpu.3` header.
+constexpr DetectRule kWideDetect[] = {
+    {70, DetectRule::kLine,
+     [](const DetectLine& l) { return l.index == 0 && LooksLikeWideGpuHeader(l.text); }},
+};
+
+Result<OpenedFile> OpenCsv(const OpenRequest& r, std::unique_ptr<LineReader> lines) {
+  return OpenCustomCsv(std::move(lines), r.host, r.host_index, r.reader, false);
+}
+}  // namespace
+
+extern const Format kWandbFormat;
+const Format kWandbFormat{"wandb", "W&B system metrics (CSV or JSON lines)", kWandbDetect,
+                          OpenWandb};
+
+extern const Format kCustomCsvFormat;
+const Format kCustomCsvFormat{"custom-csv", "CSVs with a power or utilization column (--map)",
+                              kCustomCsvDetect, OpenCsv};
+
+extern const Format kWideFormat;
+const Format kWideFormat{"wide",
+                         "one column per GPU (',timestamp,GPU 0,GPU 1', 'gpu.3'; --wide METRIC)",
+                         kWideDetect, OpenCsv};
 
 }  // namespace ww::ingest

@@ -8,8 +8,10 @@
 #include <set>
 #include <unordered_map>
 
+#include "core/sample_ranges.h"
 #include "core/strings.h"
 #include "core/timefmt.h"
+#include "telemetry/ingest/format.h"
 #include "telemetry/ingest/table_csv.h"
 
 namespace ww::ingest {
@@ -29,7 +31,6 @@ struct Column {
 };
 
 constexpr double kGiB = 1024.0 * 1024 * 1024;
-constexpr double kMaxMib = 16.0 * 1024 * 1024;
 
 // LLview's per-GPU job table (see ws_table.h for where each meaning and unit comes from).
 const std::map<std::string, Column, std::less<>>& LlviewColumns() {
@@ -55,17 +56,23 @@ const std::map<std::string, Column, std::less<>>& LlviewColumns() {
     ignore("jobid");
     m["ts"] = Column{Kind::kTime, "ts", nullptr, 1, 0, 0, "epoch s"};
     m["nodeid"] = Column{Kind::kId, "nodeid", nullptr, 1, 0, 0, "<host>_<gpu>"};
-    value("gpu_usage", &GpuSample::util_gpu_pct, 1, 0, 100, "%");
-    value("gpu_memu", &GpuSample::mem_used_mib, 1024, 0, kMaxMib, "GiB");
-    value("gpu_pu", &GpuSample::power_w, 1, 0, 5000, "W");
-    value("gpu_temp", &GpuSample::temperature_c, 1, -60, 200, "C");
-    value("gpu_memur", &GpuSample::util_mem_pct, 1, 0, 100, "%");
-    value("gpu_sclk", &GpuSample::sm_clock_mhz, 1, 0, 20000, "MHz");
-    value("gpu_clk", &GpuSample::mem_clock_mhz, 1, 0, 20000, "MHz");
-    value("gpu_pcie_tx", &GpuSample::pcie_tx_bytes_per_s, kGiB, 0, 1e13, "GiB/s");
-    value("gpu_pcie_rx", &GpuSample::pcie_rx_bytes_per_s, kGiB, 0, 1e13, "GiB/s");
-    value("gpu_nvlink_tx", &GpuSample::nvlink_tx_bytes_per_s, kGiB, 0, 1e13, "GiB/s");
-    value("gpu_nvlink_rx", &GpuSample::nvlink_rx_bytes_per_s, kGiB, 0, 1e13, "GiB/s");
+    value("gpu_usage", &GpuSample::util_gpu_pct, 1, kPercentRange.lo, kPercentRange.hi, "%");
+    value("gpu_memu", &GpuSample::mem_used_mib, 1024, kMemoryRangeMib.lo, kMemoryRangeMib.hi,
+          "GiB");
+    value("gpu_pu", &GpuSample::power_w, 1, kPowerRangeW.lo, kPowerRangeW.hi, "W");
+    value("gpu_temp", &GpuSample::temperature_c, 1, kTemperatureRangeC.lo, kTemperatureRangeC.hi,
+          "C");
+    value("gpu_memur", &GpuSample::util_mem_pct, 1, kPercentRange.lo, kPercentRange.hi, "%");
+    value("gpu_sclk", &GpuSample::sm_clock_mhz, 1, kClockRangeMhz.lo, kClockRangeMhz.hi, "MHz");
+    value("gpu_clk", &GpuSample::mem_clock_mhz, 1, kClockRangeMhz.lo, kClockRangeMhz.hi, "MHz");
+    value("gpu_pcie_tx", &GpuSample::pcie_tx_bytes_per_s, kGiB, kLinkRangeBytesPerS.lo,
+          kLinkRangeBytesPerS.hi, "GiB/s");
+    value("gpu_pcie_rx", &GpuSample::pcie_rx_bytes_per_s, kGiB, kLinkRangeBytesPerS.lo,
+          kLinkRangeBytesPerS.hi, "GiB/s");
+    value("gpu_nvlink_tx", &GpuSample::nvlink_tx_bytes_per_s, kGiB, kLinkRangeBytesPerS.lo,
+          kLinkRangeBytesPerS.hi, "GiB/s");
+    value("gpu_nvlink_rx", &GpuSample::nvlink_rx_bytes_per_s, kGiB, kLinkRangeBytesPerS.lo,
+          kLinkRangeBytesPerS.hi, "GiB/s");
     m["gpu_clkr"] = Column{Kind::kReasons, "gpu_clkr", nullptr, 1, 0, 0, "NVML reason bits"};
     m["gpu_pfst"] = Column{Kind::kPstate, "gpu_pfst", nullptr, 1, 0, 0, "P-state"};
     // LLview attributes whose unit its source leaves undocumented for this table: not read.
@@ -87,15 +94,15 @@ struct FieldTarget {
 // A --map / custom-csv field name -> where its value goes.
 std::optional<FieldTarget> TargetFor(std::string_view field) {
   static const std::map<std::string, FieldTarget, std::less<>> kTargets = {
-      {"power", {&GpuSample::power_w, 0, 5000}},
-      {"power_limit", {&GpuSample::power_limit_w, 0, 5000}},
-      {"util", {&GpuSample::util_gpu_pct, 0, 100}},
-      {"mem_util", {&GpuSample::util_mem_pct, 0, 100}},
-      {"memory_used", {&GpuSample::mem_used_mib, 0, kMaxMib}},
-      {"memory_total", {&GpuSample::mem_total_mib, 0, kMaxMib}},
-      {"temperature", {&GpuSample::temperature_c, -60, 200}},
-      {"sm_clock", {&GpuSample::sm_clock_mhz, 0, 20000}},
-      {"mem_clock", {&GpuSample::mem_clock_mhz, 0, 20000}},
+      {"power", {&GpuSample::power_w, kPowerRangeW.lo, kPowerRangeW.hi}},
+      {"power_limit", {&GpuSample::power_limit_w, kPowerRangeW.lo, kPowerRangeW.hi}},
+      {"util", {&GpuSample::util_gpu_pct, kPercentRange.lo, kPercentRange.hi}},
+      {"mem_util", {&GpuSample::util_mem_pct, kPercentRange.lo, kPercentRange.hi}},
+      {"memory_used", {&GpuSample::mem_used_mib, kMemoryRangeMib.lo, kMemoryRangeMib.hi}},
+      {"memory_total", {&GpuSample::mem_total_mib, kMemoryRangeMib.lo, kMemoryRangeMib.hi}},
+      {"temperature", {&GpuSample::temperature_c, kTemperatureRangeC.lo, kTemperatureRangeC.hi}},
+      {"sm_clock", {&GpuSample::sm_clock_mhz, kClockRangeMhz.lo, kClockRangeMhz.hi}},
+      {"mem_clock", {&GpuSample::mem_clock_mhz, kClockRangeMhz.lo, kClockRangeMhz.hi}},
   };
   auto it = kTargets.find(field);
   if (it == kTargets.end()) return std::nullopt;
@@ -704,5 +711,54 @@ Result<OpenedFile> OpenWhitespaceTable(std::unique_ptr<LineReader> reader, const
   f.source = std::move(src);
   return f;
 }
+
+// --format llview: recognized by its header. --format table: forced by --split-id, by --map on a
+// whitespace-only first line, or by a header line followed by a row of as many fields.
+namespace {
+constexpr DetectRule kLlviewDetect[] = {
+    {50, DetectRule::kLine,
+     [](const DetectLine& l) { return l.index == 0 && LooksLikeLlviewHeader(l.text); }},
+};
+
+bool WhitespaceOnly(std::string_view t) {
+  return t.find_first_of(",;\t") == std::string_view::npos && SplitWhitespace(t).size() >= 2;
+}
+
+constexpr DetectRule kTableDetect[] = {
+    {60, DetectRule::kLine,
+     [](const DetectLine& l) { return l.index == 0 && !l.options.split_id.empty(); }},
+    {100, DetectRule::kLine,
+     [](const DetectLine& l) {
+       return l.index == 0 && !l.options.map.empty() && l.text.front() != '{' &&
+              WhitespaceOnly(l.text);
+     }},
+    // A whitespace table only when the next line has as many fields ("GPU power log" above a CSV
+    // is a title, not a header); a date and a time may be two of them.
+    {105, DetectRule::kLine,
+     [](const DetectLine& l) {
+       if (l.index != 1 || !LooksLikeWhitespaceTableHeader(l.first)) return false;
+       const size_t header = SplitWhitespace(l.first).size();
+       const size_t n = SplitWhitespace(l.text).size();
+       return l.text.find(',') == std::string_view::npos && (n == header || n == header + 1);
+     }},
+};
+
+Result<OpenedFile> OpenTable(const OpenRequest& r, std::unique_ptr<LineReader> lines, bool llview) {
+  return OpenWhitespaceTable(std::move(lines), r.host, r.host_index, r.reader, llview,
+                             r.options.multiple_files);
+}
+}  // namespace
+
+extern const Format kLlviewFormat;
+const Format kLlviewFormat{"llview", "LLview/JuRepTool per-GPU job tables (JSC)", kLlviewDetect,
+                           [](const OpenRequest& r, std::unique_ptr<LineReader> lines) {
+                             return OpenTable(r, std::move(lines), /*llview=*/true);
+                           }};
+
+extern const Format kTableFormat;
+const Format kTableFormat{"table", "whitespace-separated tables (--map, --split-id)", kTableDetect,
+                          [](const OpenRequest& r, std::unique_ptr<LineReader> lines) {
+                            return OpenTable(r, std::move(lines), /*llview=*/false);
+                          }};
 
 }  // namespace ww::ingest

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "core/sample.h"
+#include "core/sample_ranges.h"
 #include "telemetry/nvml/nvml_abi.h"
 
 namespace ww::nvml {
@@ -18,9 +19,9 @@ namespace ww::nvml {
 // GPM needs its two samples more than 100 ms apart (NVML GPM documentation).
 inline constexpr int64_t kGpmMinGapNs = 100'000'000;
 // Beyond these a counter delta is a reset (driver reload), not power or traffic.
-inline constexpr double kMaxPlausiblePowerW = 20'000;
+inline constexpr double kMaxPlausiblePowerW = kPowerRangeW.hi;
 inline constexpr double kMaxPlausiblePcieBytesPerS = 1e12;
-inline constexpr double kMaxPlausibleNvlinkBytesPerS = 1e13;
+inline constexpr double kMaxPlausibleNvlinkBytesPerS = kLinkRangeBytesPerS.hi;
 
 // One reading of a cumulative NVML counter.
 struct CounterRead {

@@ -15,8 +15,12 @@
 #include <emmintrin.h>
 #endif
 
+#include "core/sample_ranges.h"
+#include "core/strings.h"
 #include "core/timefmt.h"
+#include "telemetry/ingest/format.h"
 #include "telemetry/ingest/gpustat.h"
+#include "telemetry/ingest/prom_text.h"
 #include "telemetry/ingest/text.h"
 #include "telemetry/replay/line_reader.h"
 
@@ -225,9 +229,7 @@ Parse ParseNumber(std::string_view s, double* out) {
   return Parse::kOk;
 }
 
-struct Range {
-  double lo, hi;
-};
+using Range = PlausibleRange;
 
 Range PlausibleRange(Col col) {
   switch (col) {
@@ -235,18 +237,18 @@ Range PlausibleRange(Col col) {
     case Col::kPowerInstant:
     case Col::kPowerLimit:
     case Col::kEnforcedLimit:
-      return {0, 5000};
+      return kPowerRangeW;
     case Col::kUtilGpu:
     case Col::kUtilMem:
-      return {0, 100};
+      return kPercentRange;
     case Col::kClockSm:
     case Col::kClockMem:
-      return {0, 20000};
+      return kClockRangeMhz;
     case Col::kTemp:
-      return {-60, 200};
+      return kTemperatureRangeC;
     case Col::kMemUsed:
     case Col::kMemTotal:
-      return {0, 16.0 * 1024 * 1024};  // 16 TiB in MiB
+      return kMemoryRangeMib;
     default:
       return {-1e300, 1e300};
   }
@@ -1311,21 +1313,64 @@ Result<std::unique_ptr<TelemetrySource>> OpenNvsmiLog(const std::string& path,
   return std::unique_ptr<TelemetrySource>(std::move(src));
 }
 
-Result<std::unique_ptr<TelemetrySource>> OpenReplay(const std::vector<std::string>& paths,
-                                                    const ReplayOptions& options) {
-  if (paths.empty()) return Status::InvalidInput("no telemetry log given");
-  if (paths.size() > 4096) return Status::InvalidInput("more than 4096 hosts");
-  std::vector<std::unique_ptr<TelemetrySource>> parts;
-  std::map<std::string, int> seen;
-  for (size_t i = 0; i < paths.size(); ++i) {
-    std::string host = HostNameFromPath(paths[i]);
-    if (int n = ++seen[host]; n > 1) host += fmt::format("#{}", n);
-    auto src = OpenNvsmiLog(paths[i], host, static_cast<uint16_t>(i), options);
-    if (!src.ok()) return src.status();
-    parts.push_back(std::move(*src));
+bool LooksLikeNvsmiCsvHeader(std::string_view line) {
+  const std::string l = AsciiLower(line);
+  for (const char* name : {"power.draw", "utilization.gpu", "utilization.memory", "memory.used",
+                           "temperature.gpu", "clocks.", "pci.bus_id", "enforced.power.limit",
+                           "power.limit", "clocks_event_reasons", "clocks_throttle_reasons"}) {
+    if (l.find(name) != std::string::npos) return true;
   }
-  if (parts.size() == 1) return std::move(parts.front());
-  return std::unique_ptr<TelemetrySource>(std::make_unique<MergedSource>(std::move(parts)));
+  return false;
 }
+
+namespace ingest {
+// --format nvidia-smi: forced by --query; `nvidia-smi dmon`'s commented header; a --query-gpu
+// header (without --map) or a headerless row starting with nvidia-smi's timestamp. Binary and
+// unreadable files come here too (opens_path): this reader names what is wrong with them.
+namespace {
+constexpr DetectRule kNvidiaSmiDetect[] = {
+    {10, DetectRule::kLine,
+     [](const DetectLine& l) { return l.index == 0 && !l.options.replay.query.empty(); }},
+    // After dcgmi-dmon's header (20): "# gpu pwr ...", "#Date Time gpu ..." or a commented CSV,
+    // but not dcgm-exporter's # HELP / # TYPE lines.
+    {30, DetectRule::kLine,
+     [](const DetectLine& l) {
+       if (l.index != 0 || l.text.front() != '#' || IsPromSampleLine(l.text, "# HELP DCGM") ||
+           IsPromSampleLine(l.text, "# TYPE DCGM")) {
+         return false;
+       }
+       const std::string lower = AsciiLower(l.text);
+       return lower.find("gpu") != std::string::npos || lower.find("idx") != std::string::npos;
+     }},
+    {81, DetectRule::kLine,
+     [](const DetectLine& l) {
+       return l.index == 0 && l.options.map.empty() && LooksLikeNvsmiCsvHeader(l.text);
+     }},
+    // --format=csv,noheader: the first field is nvidia-smi's timestamp.
+    {90, DetectRule::kLine,
+     [](const DetectLine& l) {
+       if (l.index != 0) return false;
+       const size_t comma = l.text.find(',');
+       return comma != std::string_view::npos &&
+              ParseTimestamp(l.text.substr(0, comma)).has_value();
+     }},
+};
+}  // namespace
+
+extern const Format kNvidiaSmiFormat;
+const Format kNvidiaSmiFormat{
+    "nvidia-smi",
+    "nvidia-smi --query-gpu CSV (header once, before every sample, or none) and nvidia-smi dmon",
+    kNvidiaSmiDetect,
+    [](const OpenRequest& r, std::unique_ptr<LineReader>) -> Result<OpenedFile> {
+      auto src = OpenNvsmiLog(r.path, r.host, r.host_index, r.options.replay);
+      if (!src.ok()) return src.status();
+      OpenedFile f;
+      f.source = std::move(*src);
+      f.description = "nvidia-smi log";
+      return f;
+    },
+    /*opens_path=*/true};
+}  // namespace ingest
 
 }  // namespace ww

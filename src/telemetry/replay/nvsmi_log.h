@@ -21,6 +21,7 @@
 
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/status.h"
@@ -53,14 +54,12 @@ Result<std::unique_ptr<TelemetrySource>> OpenNvsmiLog(const std::string& path,
                                                       uint16_t host_index,
                                                       const ReplayOptions& options = {});
 
-// Opens several logs as the hosts of one job (host name = file name without extension; a name
-// that repeats gets "#2", "#3"), merged into one stream in timestamp order.
-Result<std::unique_ptr<TelemetrySource>> OpenReplay(const std::vector<std::string>& paths,
-                                                    const ReplayOptions& options = {});
-
 // Merges several single-host sources (one host each, host index = position) into one stream
 // ordered by tick time.
 std::unique_ptr<TelemetrySource> MergeSources(std::vector<std::unique_ptr<TelemetrySource>> parts);
+
+// An nvidia-smi --query-gpu CSV header: it names one of nvidia-smi's fields (power.draw, ...).
+bool LooksLikeNvsmiCsvHeader(std::string_view line);
 
 // Host name for a log path: the file name without directory and extension.
 std::string HostNameFromPath(const std::string& path);

@@ -38,6 +38,8 @@ TEST(DeriveTest, MeanPowerFromEnergyCounter) {
       {kU64Max - 9'999, 0, 40'000, 100 * kMs, 500.0, false, "wraps at 2^64 like NVML's"},
       {900'000'000, 0, 0, 100 * kMs, std::nullopt, true, "went back: driver reload"},
       {0, 0, 10'000'000, 100 * kMs, std::nullopt, true, "100 kW: no board draws that"},
+      {0, 0, 500'000, 100 * kMs, 5000.0, false, "5 kW: the readers' power cap, still plausible"},
+      {0, 0, 600'000, 100 * kMs, std::nullopt, true, "6 kW: above the power cap, a reset"},
       {1'000, 5 * kMs, 2'000, 5 * kMs, std::nullopt, false, "no time passed"},
       {1'000, 5 * kMs, 2'000, 4 * kMs, std::nullopt, false, "time went back"},
   };

@@ -1,0 +1,30 @@
+// The format registry: every telemetry format wattwatch reads, one row each, defined in its
+// reader's file. The order here is the order of --help, the docs and the "not recognized"
+// message; detection order is each rule's priority (format.h).
+#include "telemetry/ingest/format.h"
+
+namespace ww::ingest {
+
+extern const Format kNvidiaSmiFormat;     // replay/nvsmi_log.cc
+extern const Format kDcgmiDmonFormat;     // dcgmi_dmon.cc
+extern const Format kDcgmExporterFormat;  // dcgm_exporter.cc
+extern const Format kWandbFormat;         // table_csv.cc
+extern const Format kSmiTableFormat;      // smi_table.cc
+extern const Format kCustomCsvFormat;     // table_csv.cc
+extern const Format kPromJsonFormat;      // prom_json.cc
+extern const Format kGpustatFormat;       // gpustat.cc
+extern const Format kWideFormat;          // table_csv.cc
+extern const Format kLlviewFormat;        // ws_table.cc
+extern const Format kTableFormat;         // ws_table.cc
+
+namespace {
+constexpr const Format* kFormats[] = {
+    &kNvidiaSmiFormat, &kDcgmiDmonFormat, &kDcgmExporterFormat, &kWandbFormat,
+    &kSmiTableFormat,  &kCustomCsvFormat, &kPromJsonFormat,     &kGpustatFormat,
+    &kWideFormat,      &kLlviewFormat,    &kTableFormat,
+};
+}  // namespace
+
+std::span<const Format* const> Formats() { return kFormats; }
+
+}  // namespace ww::ingest
