@@ -8,6 +8,7 @@
 
 #include "core/format.h"
 #include "core/timefmt.h"
+#include "triage/verdict.h"
 
 namespace ww::triage {
 namespace {
@@ -241,11 +242,8 @@ void TriageEngine::Classify(Gpu& g, const SampleFeatures& f) {
     trained_ = true;
     trained_s_ += f.dt_s;
   }
-  // Every rank quiet is a checkpoint only with memory seen held, between stretches of training,
-  // and in a job of several ranks (one GPU pausing is what a server waiting for requests does).
-  const bool quiet = mode == JobMode::kAllQuiet && trained_ &&
-                     trained_s_ >= options_.min_training_before_quiet_s && !single &&
-                     LiveRanksHoldMemory(views_, now_ms, options_);
+  const bool quiet =
+      QuietMayBeCheckpoint(mode, trained_, trained_s_, single, views_, now_ms, options_);
   // (Nothing quiet and nothing pending: the common case, skipped.)
   if (quiet || quiet_.since_ms()) OnQuietUpdate(quiet_.Update(mode, quiet, views_, now_ms));
   HangContext ctx;
@@ -260,29 +258,22 @@ void TriageEngine::Classify(Gpu& g, const SampleFeatures& f) {
     if (ctx.one_gpu_spinning && options_.world_size == 0) one_gpu_spin_s_ += f.dt_s;
   }
   OnHangUpdate(hang_.Update(mode, views_, now_ms, ctx), now_ms);
-  // Nothing saves during a hang (a wait that outlasted any checkpoint is one).
-  checkpoints_.Update(hang_.active() ? JobMode::kHangCandidate : mode, views_, now_ms);
+  checkpoints_.Update(CheckpointMode(mode, hang_.active() != nullptr), views_, now_ms);
 
   const bool loaded = f.proc == ProcState::kLoaded || f.proc == ProcState::kUnknown;
-  GpuState state = DecideState(f.cls, f.starved, mode, trained_, loaded);
-  bool quiet_held = false;
-  if (mode == JobMode::kAllQuiet && state == GpuState::kCheckpoint) {
-    // Not yet: idle unless training resumes after it (QuietTracker).
-    state = GpuState::kIdle;
-    quiet_held = quiet && f.proc == ProcState::kLoaded;
-  }
-  double share = 0;
-  if (single && (state == GpuState::kCommunication || state == GpuState::kCompute)) {
-    // No peer to talk to: all of it is compute, whatever the power.
-    state = GpuState::kCompute;
-    share = 1;
-  } else if (state == GpuState::kCompute) {
-    share = f.compute_share;
-    // A sample is labelled by what took most of its period; its seconds are split by the share.
-    state = share >= 0.5 ? GpuState::kCompute : GpuState::kCommunication;
-  }
   const GpuKey key = views_[g.view].key;
-  if (hang_.InActiveHang(key)) state = GpuState::kHang;
+  SampleContext sc;
+  sc.mode = mode;
+  sc.one_gpu = single;
+  sc.quiet_may_checkpoint = quiet;
+  sc.proc_loaded = f.proc == ProcState::kLoaded;
+  sc.compute_share = f.compute_share;
+  sc.in_active_hang = hang_.InActiveHang(key);
+  const SampleState decided =
+      FinalSampleState(DecideState(f.cls, f.starved, mode, trained_, loaded), sc);
+  const GpuState state = decided.state;
+  const double share = decided.compute_share;
+  const bool quiet_held = decided.quiet_held;
 
   if (!g.has_live || g.live != state) {
     if (observer_ && g.has_live) observer_->OnStateChange(key, g.live, state, now_ms);
