@@ -19,6 +19,7 @@
 #include "telemetry/ingest/prom_client.h"
 #include "triage/host_clock.h"
 #include "triage/run.h"
+#include "triage_flags.h"
 
 namespace ww::app {
 namespace {
@@ -362,20 +363,9 @@ Exit codes: 0 triage ran; 2 unusable input (the message names file, line and fie
                   "sampling interval of a log without timestamps (dcgmi dmon -d, scrapes of "
                   "dcgm-exporter, nvidia-smi tables without date lines)")
       ->check(CLI::Range(int64_t{1}, int64_t{3600000}));
-  cmd->add_option("--hang-confirm-s", flags->triage.hang_confirm_s,
-                  "seconds of spin with nobody working before it is a hang")
-      ->check(CLI::Range(1.0, 86400.0))
-      ->capture_default_str();
-  cmd->add_option("--max-checkpoint-s", flags->triage.max_checkpoint_s,
-                  "no checkpoint takes longer: peers waiting on quiet ranks, or every rank quiet "
-                  "holding memory, for longer is a hang")
-      ->check(CLI::Range(1.0, 1e7))
-      ->capture_default_str();
-  cmd->add_option("--world-size", flags->triage.world_size,
-                  "ranks in the whole job, when the logs are part of it (one node of a "
-                  "multi-node run): its GPUs then wait on peers the logs do not show (default: "
-                  "the GPUs the logs show; a job of one GPU has no collectives)")
-      ->check(CLI::Range(1, 1000000));
+  AddHangConfirmFlag(cmd, &flags->triage.hang_confirm_s);
+  AddMaxCheckpointFlag(cmd, &flags->triage.max_checkpoint_s);
+  AddWorldSizeFlag(cmd, &flags->triage.world_size);
   cmd->add_option("--host-offset", flags->host_offsets,
                   "HOST=SECONDS added to that host's timestamps (repeatable), to correct a clock "
                   "skew the summary notes");
