@@ -239,7 +239,9 @@ class VerdictAgreement : public ::testing::Test {
     EXPECT_EQ(f.hung, hung) << name << ": fleet says " << f.verdict;
     EXPECT_EQ(t.gpus, w.gpus) << name << ": the GPUs of the hang, triage and watch";
     EXPECT_EQ(t.gpus, f.gpus) << name << ": the GPUs of the hang, triage and fleet";
-    if (!hung) EXPECT_NE(t.verdict, "confirmed") << name;
+    if (!hung) {
+      EXPECT_NE(t.verdict, "confirmed") << name;
+    }
     verdicts_.push_back(t.verdict);
   }
 
