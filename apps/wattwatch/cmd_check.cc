@@ -10,6 +10,7 @@
 #include "core/exit_codes.h"
 #include "core/signals.h"
 #include "report/check.h"
+#include "triage_flags.h"
 
 namespace ww::app {
 namespace {
@@ -92,14 +93,8 @@ suspect one. Exit codes: 0 no confirmed hang (none, suspected or unknown: read t
   cmd->add_option("--interval-ms", f->check.interval_ms, "sampling interval of live sources")
       ->check(CLI::Range(int64_t{50}, int64_t{60000}))
       ->capture_default_str();
-  cmd->add_option("--hang-confirm-s", f->check.triage.hang_confirm_s,
-                  "seconds of spin with nobody working before it is a hang")
-      ->check(CLI::Range(1.0, 86400.0))
-      ->capture_default_str();
-  cmd->add_option("--world-size", f->check.triage.world_size,
-                  "ranks in the whole job when this node is part of it: its GPUs then wait on "
-                  "peers it does not see")
-      ->check(CLI::Range(1, 1000000));
+  AddHangConfirmFlag(cmd, &f->check.triage.hang_confirm_s);
+  AddWorldSizeFlag(cmd, &f->check.triage.world_size);
   cmd->add_option("--nvml-lib", f->check.source_options.nvml_lib,
                   "path of libnvidia-ml.so.1 (nvml source)");
   cmd->add_flag("--json", f->json, "print the triage JSON (hang_verdict, snapshot, episodes)");

@@ -12,6 +12,7 @@
 #include "fleet/fleet_service.h"
 #include "output_flags.h"
 #include "telemetry/ingest/prom_client.h"
+#include "triage_flags.h"
 #include "watch/startup_checks.h"
 
 namespace ww::app {
@@ -134,14 +135,8 @@ void AddFleetCommand(CLI::App& app, int* exit_code) {
                   "close a job (and write its summary) after this long without samples")
       ->check(CLI::Range(1.0, 30.0 * 86400))
       ->capture_default_str();
-  cmd->add_option("--hang-confirm-s", o->triage.hang_confirm_s,
-                  "seconds of spin with nobody working before it is a hang")
-      ->check(CLI::Range(1.0, 86400.0))
-      ->capture_default_str();
-  cmd->add_option("--max-checkpoint-s", o->triage.max_checkpoint_s,
-                  "peers waiting on a quiet rank longer than this is a hang, not a checkpoint")
-      ->check(CLI::Range(1.0, 1e7))
-      ->capture_default_str();
+  AddHangConfirmFlag(cmd, &o->triage.hang_confirm_s);
+  AddMaxCheckpointFlag(cmd, &o->triage.max_checkpoint_s);
   cmd->add_option("--retries", o->retries, "retries of a request without an answer (or 5xx)")
       ->check(CLI::Range(0, 20))
       ->capture_default_str();

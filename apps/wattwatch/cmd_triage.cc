@@ -1,24 +1,21 @@
-// `wattwatch triage`: flags and printing only; the work is in src/triage and src/report.
-#include <fmt/format.h>
+// `wattwatch triage`: flags and printing only; the work is in src/triage and src/report
+// (report/triage_run.h: the pipeline).
 #include <unistd.h>
 
 #include <algorithm>
-#include <cmath>
-#include <cstdio>
 #include <fstream>
 #include <iostream>
-#include <map>
 
 #include "commands.h"
 #include "core/exit_codes.h"
 #include "output_flags.h"
 #include "report/html_report.h"
-#include "report/labels_writer.h"
 #include "report/triage_report.h"
+#include "report/triage_run.h"
 #include "telemetry/ingest/open.h"
 #include "telemetry/ingest/prom_client.h"
 #include "triage/host_clock.h"
-#include "triage/run.h"
+#include "triage_flags.h"
 
 namespace ww::app {
 namespace {
@@ -123,147 +120,52 @@ bool TriageOutputsAllowed(const TriageFlags& f) {
                         f.force);
 }
 
-int RunTriage(const TriageFlags& f) {
-  if (!TriageOutputsAllowed(f)) return kExitBadInput;
+// The triage and its outputs; an error is a bad input (exit 2), said once by the caller.
+Result<int> RunTriage(const TriageFlags& f) {
   IngestOptions io;
   io.replay.query = f.query;
   io.replay.interval_ms = f.interval_ms;
   io.replay.triage_fields_only = true;
   auto format = ParseInputFormat(f.format);
-  if (!format.ok()) {
-    std::cerr << "wattwatch triage: " << format.status().message() << "\n";
-    return kExitBadInput;
-  }
+  if (!format.ok()) return format.status();
   io.format = *format;
   io.wide_metric = f.wide;
   io.split_id = f.split_id;
-  for (const auto& m : f.map) {
-    Status ms = ParseMapFlag(m, &io.map);
-    if (!ms.ok()) {
-      std::cerr << "wattwatch triage: " << ms.message() << "\n";
-      return kExitBadInput;
-    }
-  }
-  std::map<std::string, double> offsets_s;
+  for (const auto& m : f.map) WW_RETURN_IF_ERROR(ParseMapFlag(m, &io.map));
+  report::TriageRunOptions ro;
   for (const auto& spec : f.host_offsets) {
     auto o = triage::ParseHostOffset(spec);
-    if (!o.ok()) {
-      std::cerr << "wattwatch triage: " << o.status().message() << "\n";
-      return kExitBadInput;
-    }
-    offsets_s[o->first] = o->second;
+    if (!o.ok()) return o.status();
+    ro.host_offsets_s[o->first] = o->second;
   }
-  // One pass over the inputs with these host offsets; its engine, observers and sources.
-  struct Pass {
-    Result<OpenedInputs> inputs = Status::Internal("not opened");
-    std::unique_ptr<TelemetrySource> shifted;
-    TelemetrySource* source = nullptr;
-    report::ObserverFanout fanout;
-    std::FILE* labels_file = nullptr;
-    std::unique_ptr<report::LabelsCsvWriter> labels;
-    std::unique_ptr<report::TimelineCollector> timeline;
-    std::unique_ptr<report::RecordingSource> recording;
-    std::unique_ptr<triage::TriageEngine> engine;
+  ro.host_offsets_given = !f.host_offsets.empty();
+  ro.open = [&f, io]() -> Result<OpenedInputs> {
+    return f.prometheus.empty() ? OpenTelemetryFiles(f.files, io) : OpenPrometheusInput(f);
   };
-  const triage::TriageOptions& opts = f.triage;
-  auto run_pass = [&](const std::map<std::string, double>& offsets, Pass* p) -> int {
-    p->inputs = f.prometheus.empty() ? OpenTelemetryFiles(f.files, io) : OpenPrometheusInput(f);
-    if (!p->inputs.ok()) {
-      std::cerr << "wattwatch triage: " << p->inputs.status().message() << "\n";
-      return kExitBadInput;
-    }
-    auto shifted = triage::HostOffsetSource::Create(p->inputs->source.get(), offsets);
-    if (!shifted.ok()) {
-      std::cerr << "wattwatch triage: " << shifted.status().message() << "\n";
-      return kExitBadInput;
-    }
-    p->shifted = std::move(*shifted);
-    p->source = offsets.empty() ? p->inputs->source.get() : p->shifted.get();
-    const auto& hosts = p->source->hosts();
-    if (!f.labels.empty()) {
-      p->labels_file = f.labels == "-" ? stdout : std::fopen(f.labels.c_str(), "w");
-      if (!p->labels_file) {
-        std::cerr << "wattwatch triage: " << f.labels << ": cannot write\n";
-        return kExitBadInput;
-      }
-      p->labels = std::make_unique<report::LabelsCsvWriter>(p->labels_file, hosts, false);
-      p->fanout.Add(p->labels.get());
-    }
-    // --html: a decorator records power/util per time bucket, an observer the labels.
-    p->timeline = std::make_unique<report::TimelineCollector>(opts.thresholds);
-    p->recording = std::make_unique<report::RecordingSource>(p->source, p->timeline.get());
-    if (!f.html.empty()) p->fanout.Add(p->timeline.get());
-    p->engine = std::make_unique<triage::TriageEngine>(opts, &p->fanout);
-    Status st = f.html.empty() ? triage::RunToEnd(*p->source, *p->engine)
-                               : triage::RunToEnd(*p->recording, *p->engine);
-    if (p->labels) p->labels->Flush();
-    if (p->labels_file && p->labels_file != stdout) std::fclose(p->labels_file);
-    p->labels_file = nullptr;
-    if (!st.ok()) {
-      std::cerr << "wattwatch triage: " << st.message() << "\n";
-      return kExitBadInput;
-    }
-    return kExitOk;
-  };
-  auto pass = std::make_unique<Pass>();
-  if (int rc = run_pass(offsets_s, pass.get()); rc != kExitOk) return rc;
-  // A host clock that triage measured off by more than skew_warn_s is corrected by default, so
-  // onsets and confirmations are on one clock (a second pass over files; standard input and
-  // Prometheus are read once). --host-offset overrides.
-  std::vector<std::string> corrected;
-  const bool rereadable =
+  ro.rereadable =
       f.prometheus.empty() && std::find(f.files.begin(), f.files.end(), "-") == f.files.end();
-  if (f.host_offsets.empty() && rereadable && f.labels != "-") {
-    std::map<std::string, double> measured;
-    const auto& hosts = pass->source->hosts();
-    for (const triage::HostSkew& k : pass->engine->host_skews()) {
-      if (std::abs(k.offset_s) <= opts.skew_warn_s || k.host >= hosts.size()) continue;
-      measured[hosts[k.host]] = -k.offset_s;
-      corrected.push_back(fmt::format(
-          "{}'s clock read {:.1f} s {} {}'s ({} moments all GPUs changed together agree): "
-          "corrected by {:+.1f} s (pass --host-offset {}=0 to keep it as logged)",
-          hosts[k.host], std::abs(k.offset_s), k.offset_s > 0 ? "ahead of" : "behind", hosts[0],
-          k.matches, -k.offset_s, hosts[k.host]));
-    }
-    if (!measured.empty()) {
-      auto again = std::make_unique<Pass>();
-      if (int rc = run_pass(measured, again.get()); rc != kExitOk) return rc;
-      pass = std::move(again);
-    }
-  }
-  OpenedInputs* inputs = &*pass->inputs;
-  TelemetrySource* source = pass->source;
-  const auto& hosts = source->hosts();
-  triage::TriageEngine& engine = *pass->engine;
-  report::TimelineCollector& timeline = *pass->timeline;
-  auto rep = report::MakeReport(engine, hosts, source->warnings());
-  for (const auto& c : corrected) rep.notes.push_back(c);
-  if (inputs->renamed_hosts) {
-    for (const auto& in : inputs->inputs) rep.host_paths.push_back(in.path);
-  }
+  ro.labels = f.labels;
+  ro.timeline = !f.html.empty();
+  ro.triage = f.triage;
+  auto run = report::RunTriagePipeline(ro);
+  if (!run.ok()) return run.status();
+  const report::TriageReport& rep = run->report;
   if (!f.json_out.empty()) {
     std::ofstream out(f.json_out);
     out << report::RenderJson(rep).dump(2) << "\n";
-    if (!out) {
-      std::cerr << "wattwatch triage: " << f.json_out << ": cannot write\n";
-      return kExitBadInput;
-    }
+    if (!out) return Status::IoError(f.json_out + ": cannot write");
   }
   if (!f.html.empty()) {
     report::HtmlOptions ho;
     ho.inputs = f.prometheus.empty() ? f.files : std::vector<std::string>{f.prometheus};
-    Status hs = report::WriteHtmlReport(f.html, rep, timeline, ho);
-    if (!hs.ok()) {
-      std::cerr << "wattwatch triage: " << hs.message() << "\n";
-      return kExitBadInput;
-    }
+    WW_RETURN_IF_ERROR(report::WriteHtmlReport(f.html, rep, run->timeline(), ho));
   }
   if (f.json) {
     std::cout << report::RenderJson(rep).dump(2) << "\n";
   } else if (f.labels != "-") {
     const bool color = f.color == "always" || (f.color == "auto" && isatty(STDOUT_FILENO));
     // What each file was read as, so a wrong guess (a column, a unit, the format) is visible.
-    for (const auto& in : inputs->inputs) {
+    for (const auto& in : run->inputs().inputs) {
       if (in.format != "nvidia-smi" || !in.compression.empty()) {
         std::cout << "input " << in.Text() << "\n";
       }
@@ -363,20 +265,9 @@ Exit codes: 0 triage ran; 2 unusable input (the message names file, line and fie
                   "sampling interval of a log without timestamps (dcgmi dmon -d, scrapes of "
                   "dcgm-exporter, nvidia-smi tables without date lines)")
       ->check(CLI::Range(int64_t{1}, int64_t{3600000}));
-  cmd->add_option("--hang-confirm-s", flags->triage.hang_confirm_s,
-                  "seconds of spin with nobody working before it is a hang")
-      ->check(CLI::Range(1.0, 86400.0))
-      ->capture_default_str();
-  cmd->add_option("--max-checkpoint-s", flags->triage.max_checkpoint_s,
-                  "no checkpoint takes longer: peers waiting on quiet ranks, or every rank quiet "
-                  "holding memory, for longer is a hang")
-      ->check(CLI::Range(1.0, 1e7))
-      ->capture_default_str();
-  cmd->add_option("--world-size", flags->triage.world_size,
-                  "ranks in the whole job, when the logs are part of it (one node of a "
-                  "multi-node run): its GPUs then wait on peers the logs do not show (default: "
-                  "the GPUs the logs show; a job of one GPU has no collectives)")
-      ->check(CLI::Range(1, 1000000));
+  AddHangConfirmFlag(cmd, &flags->triage.hang_confirm_s);
+  AddMaxCheckpointFlag(cmd, &flags->triage.max_checkpoint_s);
+  AddWorldSizeFlag(cmd, &flags->triage.world_size);
   cmd->add_option("--host-offset", flags->host_offsets,
                   "HOST=SECONDS added to that host's timestamps (repeatable), to correct a clock "
                   "skew the summary notes");
@@ -388,7 +279,13 @@ Exit codes: 0 triage ran; 2 unusable input (the message names file, line and fie
       *exit_code = kExitBadInput;
       return;
     }
-    *exit_code = RunTriage(*flags);
+    if (!TriageOutputsAllowed(*flags)) {
+      *exit_code = kExitBadInput;
+      return;
+    }
+    const Result<int> rc = RunTriage(*flags);
+    if (!rc.ok()) std::cerr << "wattwatch triage: " << rc.status().message() << "\n";
+    *exit_code = rc.ok() ? *rc : kExitBadInput;
   });
 }
 

@@ -12,6 +12,7 @@
 #include "core/signals.h"
 #include "output_flags.h"
 #include "telemetry/source_spec.h"
+#include "triage_flags.h"
 #include "watch/watch_command.h"
 
 namespace ww::app {
@@ -130,10 +131,7 @@ void AddCommonFlags(CLI::App* cmd, WatchFlags* flags, bool run_mode) {
         "--pid", f->pid,
         "the job's process: its tree's storage reads/writes are progress (writes: a checkpoint)");
   }
-  cmd->add_option("--confirm-s", w->policy.confirm_s,
-                  "declare a hang after this much spin with no progress")
-      ->check(CLI::Range(1.0, 86400.0))
-      ->capture_default_str();
+  AddHangConfirmFlag(cmd, &w->policy.confirm_s, /*old_alias=*/true);
   cmd->add_option("--confirm-proc-s", w->policy.confirm_proc_s,
                   "... or this much when the job's processes are watched and nothing moves")
       ->check(CLI::Range(1.0, 86400.0))
@@ -146,14 +144,8 @@ void AddCommonFlags(CLI::App* cmd, WatchFlags* flags, bool run_mode) {
                   "count the job's CPU use above this many cores as progress (0: off; a rank "
                   "blocked in a CUDA sync spins a core)")
       ->capture_default_str();
-  cmd->add_option("--max-checkpoint-s", w->triage.max_checkpoint_s,
-                  "peers waiting on quiet ranks, or every rank quiet holding memory, longer than "
-                  "this is a hang, not a checkpoint")
-      ->capture_default_str();
-  cmd->add_option("--world-size", w->triage.world_size,
-                  "ranks in the whole job when this node is one part of it (default: the GPUs "
-                  "seen; a job of one GPU is called hung only by process probes)")
-      ->check(CLI::Range(1, 1000000));
+  AddMaxCheckpointFlag(cmd, &w->triage.max_checkpoint_s);
+  AddWorldSizeFlag(cmd, &w->triage.world_size);
   cmd->add_option("--event-min-state-s", w->event_min_state_s,
                   "write a state_change event once the new state lasted this long")
       ->capture_default_str();

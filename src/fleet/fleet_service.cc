@@ -44,11 +44,7 @@ FleetService::FleetService(FleetOptions options, FleetQuery* query, Clock* clock
                            ManualClock* replay_clock)
     : o_(std::move(options)), query_(query), clock_(clock), replay_clock_(replay_clock) {}
 
-FleetService::~FleetService() {
-  if (server_) server_->Stop();
-  actions_.reset();
-  events_.reset();
-}
+FleetService::~FleetService() { service_.Stop(); }
 
 int64_t FleetService::NowMs() const {
   return replay_clock_ ? replay_clock_->NowUnixMs() : clock_->NowUnixMs();
@@ -74,38 +70,20 @@ Status FleetService::Start() {
   self_.job_label = o_.job_label;
   self_.shard = *shard;
 
-  if (!o_.events_path.empty()) {
-    auto log = exporter::EventLog::Open(o_.events_path);
-    if (!log.ok()) return log.status();
-    events_ = std::make_unique<exporter::EventWriter>(std::move(*log));
-  }
-  WW_RETURN_IF_ERROR(watch::CheckActions(o_.actions));
-  actions_ = std::make_unique<watch::ActionRunner>(o_.actions, [this](const json& outcome) {
-    watch::LogActionOutcome(outcome);
-    Event(outcome);
-  });
-  Publish();
-  if (o_.listen != "none" && !o_.listen.empty()) {
-    exporter::ServerOptions so;
-    so.state_path = "/jobs";
-    so.state_token = o_.jobs_token;
-    server_ = std::make_unique<exporter::MetricsServer>(&snapshot_, so);
-    auto addr = server_->Start(o_.listen);
-    if (!addr.ok()) return addr.status();
-    listen_address_ = *addr;
-    spdlog::info("serving http://{}/metrics and /jobs", *addr);
-    std::string host;
-    int port = 0;
-    if (exporter::ParseListenAddress(o_.listen, &host, &port).ok() &&
-        !exporter::IsLoopbackHost(host) && o_.jobs_token.empty()) {
-      // /jobs names every job, host and GPU of the fleet, with the hang reasons: say it is open.
-      spdlog::warn(
-          "--listen {}: /jobs has no authentication and is reachable from other machines; "
-          "--jobs-token-file FILE requires \"Authorization: Bearer\" with the file's token",
-          o_.listen);
-    }
-    if (!o_.ready_file.empty()) WW_RETURN_IF_ERROR(watch::WriteReadyFile(o_.ready_file, *addr));
-  }
+  exporter::ServerOptions server;
+  server.state_token = o_.jobs_token;
+  server.state_path = "/jobs";
+  const watch::ServiceStartOptions so{.events_path = o_.events_path,
+                                      .actions = o_.actions,
+                                      .listen = o_.listen,
+                                      .server = server,
+                                      .ready_file = o_.ready_file,
+                                      .serving = " and /jobs",
+                                      .token_flag = "--jobs-token-file",
+                                      .open_note = ""};
+  WW_RETURN_IF_ERROR(watch::StartService(
+      so, &snapshot_, [this](json outcome) { Event(std::move(outcome)); }, [this] { Publish(); },
+      &service_));
   Event({{"event", "fleet_started"},
          {"prometheus", query_->url()},
          {"job_label", o_.job_label},
@@ -117,7 +95,7 @@ Status FleetService::Start() {
 
 void FleetService::Event(json event) {
   event["wall_time"] = FormatIsoMs(clock_->NowUnixMs(), true);
-  if (events_) events_->Push(std::move(event));
+  if (service_.events) service_.events->Push(std::move(event));
 }
 
 void FleetService::SleepS(double s, std::atomic<int>* stop) {
@@ -287,7 +265,9 @@ void FleetService::Dispatch(std::vector<JobEvent> events) {
                      e.payload["culprits"].empty() ? "none named" : e.payload["culprits"].dump(),
                      current ? "" : " (already over: not alerted)");
         for (const auto& r : e.payload["reasons"]) spdlog::warn("  {}", r.get<std::string>());
-        if (current && actions_ && !actions_->empty()) actions_->Submit(e.payload);
+        if (current && service_.actions && !service_.actions->empty()) {
+          service_.actions->Submit(e.payload);
+        }
         break;
       }
       case JobEvent::Kind::kHangEnded:
@@ -305,9 +285,11 @@ void FleetService::Dispatch(std::vector<JobEvent> events) {
 
 void FleetService::Publish() {
   self_.now_unix_ms = NowMs();
-  const bool fresh =
-      self_.last_success_unix_ms > 0 && clock_->NowUnixMs() - self_.last_success_unix_ms <=
-                                            static_cast<int64_t>(3 * o_.interval_s * 1000 + 10000);
+  const bool fresh = watch::DataFresh(clock_->NowUnixMs(),
+                                      self_.last_success_unix_ms > 0
+                                          ? std::optional<int64_t>(self_.last_success_unix_ms)
+                                          : std::nullopt,
+                                      std::llround(o_.interval_s * 1000));
   snapshot_.Publish(table_ ? RenderFleetMetrics(*table_, self_) : std::string(),
                     table_ ? FleetJobsJson(*table_, self_).dump() : std::string("{}"), fresh);
 }

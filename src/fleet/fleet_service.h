@@ -42,6 +42,7 @@
 #include "telemetry/ingest/prom_client.h"
 #include "triage/options.h"
 #include "watch/actions.h"
+#include "watch/service_start.h"
 
 namespace ww::fleet {
 
@@ -103,7 +104,7 @@ class FleetService {
   // The last kMaxReports cycles (all of a replay's up to that many).
   const std::deque<CycleReport>& cycles() const { return reports_; }
   static constexpr size_t kMaxReports = 10000;
-  const std::string& listen_address() const { return listen_address_; }
+  const std::string& listen_address() const { return service_.listen_address; }
   nlohmann::json SummaryJson() const;
 
  private:
@@ -126,10 +127,7 @@ class FleetService {
   FleetSelfStats self_;
   std::deque<CycleReport> reports_;
   exporter::MetricsSnapshot snapshot_;
-  std::unique_ptr<exporter::MetricsServer> server_;
-  std::unique_ptr<exporter::EventWriter> events_;
-  std::unique_ptr<watch::ActionRunner> actions_;
-  std::string listen_address_;
+  watch::ServiceParts service_;  // event log, action runner, server (watch/service_start.h)
   std::atomic<int>* stop_ = nullptr;
   int64_t series_estimate_ = 0;  // series in the last answer, for the size of the next
   int64_t chunk_ms_ = 0;         // time one request covers (0: not sized yet)

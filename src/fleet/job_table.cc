@@ -7,6 +7,7 @@
 #include "core/format.h"
 #include "core/timefmt.h"
 #include "export/watch_metrics.h"
+#include "triage/verdict.h"
 #include "watch/watch_json.h"
 
 namespace ww::fleet {
@@ -72,48 +73,18 @@ std::optional<double> Job::CommShare() const {
 }
 
 std::string Job::Verdict() const {
-  if (engine_.hang_active()) return "hang";
-  const auto counts = StateCounts();
-  if (counts[static_cast<size_t>(GpuState::kCheckpoint)] > 0) return "checkpoint";
-  int best = -1;
-  int best_n = 0;
-  // Ties go to the earlier state in this order: what the job is doing before how it waits.
-  for (GpuState s : {GpuState::kCompute, GpuState::kCommunication, GpuState::kDataStarved,
-                     GpuState::kIdle, GpuState::kHang}) {
-    const int n = counts[static_cast<size_t>(s)];
-    if (n > best_n) {
-      best_n = n;
-      best = static_cast<int>(s);
-    }
-  }
-  return best < 0 ? "unknown" : std::string(StateName(static_cast<GpuState>(best)));
+  return triage::LiveJobVerdict(engine_.hang_active(), StateCounts());
 }
 
 std::vector<std::string> Job::Reasons() const {
-  std::vector<std::string> out;
-  if (const triage::HangEpisode* h = engine_.active_hang()) {
-    out = h->reasons;
-    return out;
-  }
-  const auto counts = StateCounts();
-  int total = 0;
-  std::string parts;
-  for (size_t i = 0; i < counts.size(); ++i) {
-    if (counts[i] == 0) continue;
-    total += counts[i];
-    parts += fmt::format("{}{} {}", parts.empty() ? "" : ", ", counts[i], kGpuStateNames[i]);
-  }
-  if (total > 0) {
-    out.push_back(fmt::format("{} GPU(s) on {} host(s) at {}: {}", total, hosts_.size(),
-                              FormatIsoMs(last_ms_, true), parts));
-  }
-  if (auto c = engine_.hang_candidate()) {
-    out.push_back(fmt::format(
-        "every rank spins or is gone since {} ({:.0f} s): a hang once it lasts {:.0f} s",
-        FormatIsoMs(c->start_ms, true), static_cast<double>(last_ms_ - c->start_ms) / 1000.0,
-        options_.triage.hang_confirm_s));
-  }
-  return out;
+  triage::LiveReasonsInput in;
+  if (const triage::HangEpisode* h = engine_.active_hang()) in.hang_reasons = &h->reasons;
+  in.gpu_states = StateCounts();
+  in.hosts = hosts_.size();
+  in.last_ms = last_ms_;
+  if (auto c = engine_.hang_candidate()) in.candidate_start_ms = c->start_ms;
+  in.hang_confirm_s = options_.triage.hang_confirm_s;
+  return triage::LiveJobReasons(in);
 }
 
 json Job::HangJson(const triage::HangEpisode& e, const char* event) const {

@@ -7,6 +7,7 @@
 
 #include "core/format.h"
 #include "core/timefmt.h"
+#include "triage/verdict.h"
 
 namespace ww::report {
 namespace {
@@ -123,21 +124,14 @@ TriageReport MakeReport(const triage::TriageEngine& engine, std::vector<std::str
     r.notes.push_back("stragglers unknown: " + r.stragglers_unknown);
   r.first_ms = engine.first_timestamp_ms();
   r.last_ms = engine.last_timestamp_ms();
-  // A hang is confirmed after hang_confirm_s of spinning with nobody working: a log (or a GPU)
-  // spanning less cannot show one, and "no hang" would be a verdict it cannot support.
   const double confirm_s = engine.options().hang_confirm_s;
   int64_t samples = 0;
   for (const auto& g : r.gpus) samples += g.samples;
-  auto too_short = [&](double span_s, int64_t n, const char* who) {
-    return fmt::format(
-        "{} ({} sample{}), too short to tell whether {} hung: a hang is confirmed after {:.0f} s "
-        "of spinning with nobody working, so at least {:.0f} s of samples are needed",
-        FormatDuration(span_s), n, n == 1 ? "" : "s", who, confirm_s, std::ceil(confirm_s) + 1);
-  };
   if (r.hang_episodes.empty() && !r.gpus.empty()) {
     const double span_s = static_cast<double>(r.last_ms - r.first_ms) / 1000.0;
-    if (span_s < confirm_s) {
-      r.hang_unknown = "the log spans " + too_short(span_s, samples, "the job");
+    if (triage::TooShortToTell(span_s, confirm_s)) {
+      r.hang_unknown =
+          "the log spans " + triage::TooShortReason(span_s, samples, "the job", confirm_s);
       // What one snapshot can say: each GPU against its board's bands (snapshot.h).
       std::vector<triage::SnapshotReading> readings;
       for (const auto& g : r.gpus) readings.push_back(g.EarlyReading());
@@ -148,26 +142,21 @@ TriageReport MakeReport(const triage::TriageEngine& engine, std::vector<std::str
       for (size_t i = 0; i < r.gpus.size(); ++i) {
         const auto& g = r.gpus[i];
         const double gspan_s = static_cast<double>(g.last_ms - g.first_ms) / 1000.0;
-        if (gspan_s >= confirm_s) continue;
-        r.gpu_hang_unknown[i] = "sampled for " + too_short(gspan_s, g.samples, "it");
+        if (!triage::TooShortToTell(gspan_s, confirm_s)) continue;
+        r.gpu_hang_unknown[i] =
+            "sampled for " + triage::TooShortReason(gspan_s, g.samples, "it", confirm_s);
         r.notes.push_back(GpuLabel(r, g.key) + ": " + r.gpu_hang_unknown[i]);
       }
     }
   }
-  if (!r.hang_episodes.empty()) {
-    r.hang_verdict = triage::HangVerdict::kConfirmed;
-  } else if (r.snapshot) {
-    r.hang_verdict = r.snapshot->verdict;
-  } else if (r.gpus.empty()) {
-    r.hang_verdict = triage::HangVerdict::kUnknown;
-  } else {
-    // No hang seen: unknown where some GPU's signals cannot show one.
-    bool blind = false;
-    for (const auto& e : r.evidence) {
-      for (const auto& d : e.cannot_tell_apart) blind = blind || d.affects_hang;
-    }
-    r.hang_verdict = blind ? triage::HangVerdict::kUnknown : triage::HangVerdict::kNone;
+  triage::LogVerdictInput verdict;
+  verdict.hang_seen = !r.hang_episodes.empty();
+  verdict.snapshot = r.snapshot ? &*r.snapshot : nullptr;
+  verdict.no_gpus = r.gpus.empty();
+  for (const auto& e : r.evidence) {
+    for (const auto& d : e.cannot_tell_apart) verdict.blind = verdict.blind || d.affects_hang;
   }
+  r.hang_verdict = triage::DecideLogVerdict(verdict);
   return r;
 }
 

@@ -9,6 +9,7 @@
 
 #include "core/format.h"
 #include "core/timefmt.h"
+#include "triage/verdict.h"
 
 namespace ww::triage {
 namespace {
@@ -275,10 +276,10 @@ void TriageEngine::Classify(Gpu& g, const SampleFeatures& f) {
     trained_ = true;
     trained_s_ += f.dt_s;
   }
-  // Every rank quiet is a checkpoint only with memory seen held, between stretches of training,
-  // and in a job of several ranks (one GPU pausing is what a server waiting for requests does).
-  const bool quiet_mode = mode == JobMode::kAllQuiet && trained_ &&
-                          trained_s_ >= options_.min_training_before_quiet_s && !single;
+  // Every rank quiet is a checkpoint only with memory seen held (verdict.h): asked of the count
+  // the engine keeps, or of every view where the count is inexact.
+  const bool quiet_mode = QuietMayBeCheckpoint(mode, trained_, trained_s_, single,
+                                               /*live_ranks_hold_memory=*/true, options_);
   bool quiet = quiet_mode && counter_.live_ranks_hold_memory();
   if (quiet_mode && inexact_slots_ > 0) {
     views_scanned_ += static_cast<int64_t>(views_.size());
@@ -309,8 +310,7 @@ void TriageEngine::Classify(Gpu& g, const SampleFeatures& f) {
     const std::vector<uint32_t>* at_now = nullptr;
     if (by_ms_live_) at_now = &views_by_ms_[now_ms];  // (g's list: never empty)
     OnHangUpdate(hang_.Update(mode, views_, now_ms, ctx, at_now), now_ms);
-    // Nothing saves during a hang (a wait that outlasted any checkpoint is one).
-    const JobMode saving_mode = hang_.active() ? JobMode::kHangCandidate : mode;
+    const JobMode saving_mode = CheckpointMode(mode, hang_.active() != nullptr);
     views_scanned_ +=
         saving_mode == JobMode::kCheckpointWait ? static_cast<int64_t>(views_.size()) : 0;
     checkpoints_.Update(saving_mode, views_, now_ms);
@@ -318,26 +318,20 @@ void TriageEngine::Classify(Gpu& g, const SampleFeatures& f) {
   SyncViewsByMs();
 
   const bool loaded = f.proc == ProcState::kLoaded || f.proc == ProcState::kUnknown;
-  GpuState state = DecideState(f.cls, f.starved, mode, trained_, loaded);
-  bool quiet_held = false;
-  if (mode == JobMode::kAllQuiet && state == GpuState::kCheckpoint) {
-    // Not yet: idle unless training resumes after it (QuietTracker).
-    state = GpuState::kIdle;
-    quiet_held = quiet && f.proc == ProcState::kLoaded;
-  }
-  double share = 0;
-  if (single && (state == GpuState::kCommunication || state == GpuState::kCompute)) {
-    // No peer to talk to: all of it is compute, whatever the power.
-    state = GpuState::kCompute;
-    share = 1;
-  } else if (state == GpuState::kCompute) {
-    share = f.compute_share;
-    // A sample is labelled by what took most of its period; its seconds are split by the share.
-    state = share >= 0.5 ? GpuState::kCompute : GpuState::kCommunication;
-  }
   const GpuKey key = views_[g.view].key;
+  SampleContext sc;
+  sc.mode = mode;
+  sc.one_gpu = single;
+  sc.quiet_may_checkpoint = quiet;
+  sc.proc_loaded = f.proc == ProcState::kLoaded;
+  sc.compute_share = f.compute_share;
   // (A late reading from before the hang began keeps its own state.)
-  if (hang_.InActiveHang(key) && now_ms >= hang_.active()->start_ms) state = GpuState::kHang;
+  sc.in_active_hang = hang_.InActiveHang(key) && now_ms >= hang_.active()->start_ms;
+  const SampleState decided =
+      FinalSampleState(DecideState(f.cls, f.starved, mode, trained_, loaded), sc);
+  const GpuState state = decided.state;
+  const double share = decided.compute_share;
+  const bool quiet_held = decided.quiet_held;
 
   if (!g.has_live || g.live != state) {
     if (observer_ && g.has_live) observer_->OnStateChange(key, g.live, state, now_ms);

@@ -78,46 +78,25 @@ Watcher::Watcher(TelemetrySource* source, Clock* clock, WatchOptions options,
 Watcher::~Watcher() {
   killer_stop_.store(true);
   if (killer_.joinable()) killer_.join();
-  if (server_) server_->Stop();
-  actions_.reset();
-  events_.reset();
+  service_.Stop();
 }
 
 const std::vector<std::string>& Watcher::hosts() const { return source_->hosts(); }
 
 Status Watcher::Start() {
-  if (!o_.events_path.empty()) {
-    auto log = exporter::EventLog::Open(o_.events_path);
-    if (!log.ok()) return log.status();
-    events_ = std::make_unique<exporter::EventWriter>(std::move(*log));
-  }
-  if (Status st = CheckActions(o_.actions); !st.ok()) return st;
-  actions_ = std::make_unique<ActionRunner>(o_.actions, [this](const json& outcome) {
-    LogActionOutcome(outcome);
-    Event(outcome);
-  });
-  Publish(false);
-  if (!o_.listen.empty()) {
-    server_ = std::make_unique<exporter::MetricsServer>(&snapshot_, o_.server);
-    auto addr = server_->Start(o_.listen);
-    if (!addr.ok()) return addr.status();
-    summary_.listen_address = *addr;
-    spdlog::info("serving http://{}/metrics", *addr);
-    std::string host;
-    int port = 0;
-    if (exporter::ParseListenAddress(o_.listen, &host, &port).ok() &&
-        !exporter::IsLoopbackHost(host) && o_.server.state_token.empty()) {
-      // /state names the job's hosts, GPUs and probes (log paths, pids): say it is open.
-      spdlog::warn(
-          "--listen {}: /state has no authentication and is reachable from other machines; "
-          "--state-token-file FILE requires \"Authorization: Bearer\" with the file's token "
-          "(give the same file to the watchers that --peer this one)",
-          o_.listen);
-    }
-    if (!o_.ready_file.empty()) {
-      if (Status st = WriteReadyFile(o_.ready_file, *addr); !st.ok()) return st;
-    }
-  }
+  const ServiceStartOptions so{
+      .events_path = o_.events_path,
+      .actions = o_.actions,
+      .listen = o_.listen,
+      .server = o_.server,
+      .ready_file = o_.ready_file,
+      .serving = "",
+      .token_flag = "--state-token-file",
+      .open_note = " (give the same file to the watchers that --peer this one)"};
+  WW_RETURN_IF_ERROR(StartService(
+      so, &snapshot_, [this](json outcome) { Event(std::move(outcome)); },
+      [this] { Publish(false); }, &service_));
+  summary_.listen_address = service_.listen_address;
   Event({{"event", "watch_started"},
          {"source", o_.source_label},
          {"speed", o_.speed},
@@ -136,7 +115,7 @@ void Watcher::Event(json event) {
   if (!o_.identity.job_id.empty()) event["job_id"] = o_.identity.job_id;
   const int64_t wall = clock_->NowUnixMs();
   event["wall_time"] = FormatIsoMs(wall, true);
-  if (events_) events_->Push(std::move(event));
+  if (service_.events) service_.events->Push(std::move(event));
 }
 
 std::string Watcher::GpuName(GpuKey key) const {
@@ -239,7 +218,7 @@ std::string Watcher::RecentTelemetryCsv() const {
 
 void Watcher::ActOnHang(const json& j) {
   Event(j);
-  if (actions_) actions_->Submit(j);
+  if (service_.actions) service_.actions->Submit(j);
   if (o_.child) StartKill();
 }
 
@@ -471,9 +450,10 @@ json Watcher::StateJson() const {
 
 bool Watcher::Fresh() const {
   if (source_done_) return true;  // a finished replay (lingering) is not a failure
-  if (last_sample_wall_ms_ == INT64_MIN) return false;
-  const int64_t max_age_ms = std::max<int64_t>(5000, 5 * o_.interval_ms);
-  return clock_->NowUnixMs() - last_sample_wall_ms_ <= max_age_ms;
+  return DataFresh(clock_->NowUnixMs(),
+                   last_sample_wall_ms_ == INT64_MIN ? std::nullopt
+                                                     : std::optional<int64_t>(last_sample_wall_ms_),
+                   o_.interval_ms);
 }
 
 void Watcher::Publish(bool healthy) {

@@ -42,6 +42,7 @@
 #include "watch/hang_policy.h"
 #include "watch/kill_sequence.h"
 #include "watch/probes.h"
+#include "watch/service_start.h"
 #include "watch/state_events.h"
 #include "watch/watch_json.h"
 
@@ -108,7 +109,7 @@ class Watcher final : public triage::TriageObserver {
   void Tick(const std::vector<GpuSample>& batch, int64_t now_ms);
   void PollProbes(int64_t now_ms);
   void Publish(bool healthy);
-  // /healthz: a sample came within max(5 s, 5 intervals), or the replay is over.
+  // /healthz: DataFresh of the last sample (service_start.h), or the replay is over.
   bool Fresh() const;
   void Event(nlohmann::json event);
   nlohmann::json HangJson(const triage::HangEpisode& e, const char* event) const;
@@ -135,9 +136,7 @@ class Watcher final : public triage::TriageObserver {
   triage::TriageEngine engine_;
   exporter::WatchMetrics metrics_;
   exporter::MetricsSnapshot snapshot_;
-  std::unique_ptr<exporter::MetricsServer> server_;
-  std::unique_ptr<exporter::EventWriter> events_;
-  std::unique_ptr<ActionRunner> actions_;
+  ServiceParts service_;  // event log, action runner, server (service_start.h)
   std::unique_ptr<evidence::EvidenceTask> evidence_task_;
   nlohmann::json pending_hang_;   // the hang_confirmed event waiting for the evidence
   nlohmann::json last_evidence_;  // the last hang's evidence, for /state

@@ -675,4 +675,23 @@ TEST_F(WatchCliTest, BadInputIsExitTwoWithTheReason) {
   EXPECT_THAT(Out(), HasSubstr("--confirm-proc-s"));
 }
 
+// One set of triage flags (issue 28): the confirm window is --hang-confirm-s as in triage, fleet
+// and check, with --confirm-s kept as its old name; --max-checkpoint-s is range-checked here too.
+TEST_F(WatchCliTest, TheConfirmWindowAnswersToBothNamesAndMaxCheckpointIsChecked) {
+  for (const char* name : {"--hang-confirm-s", "--confirm-s"}) {
+    const std::string events = (dir_ / (std::string(name + 2) + ".jsonl")).string();
+    ASSERT_EQ(Run({"watch", "--source", "sim:healthy", "--speed", "100000", "--listen", "none",
+                   name, "7", "--events", events}),
+              0)
+        << name << ": " << Err();
+    const auto ev = ReadEvents(events);
+    ASSERT_FALSE(ev.empty()) << name;
+    EXPECT_EQ(ev.front()["event"], "watch_started") << name;
+    EXPECT_EQ(ev.front()["confirm_s"], 7.0) << name;
+  }
+  EXPECT_EQ(
+      Run({"watch", "--source", "sim:healthy", "--listen", "none", "--max-checkpoint-s", "0"}), 2);
+  EXPECT_THAT(Err(), HasSubstr("--max-checkpoint-s"));
+}
+
 }  // namespace
