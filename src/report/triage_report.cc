@@ -106,14 +106,14 @@ TriageReport MakeReport(const triage::TriageEngine& engine, std::vector<std::str
     r.notes.push_back(
         fmt::format("{}: {}; the shares marked '?' are a guess", GpuList(r, keys), why));
   }
-  // Power limits the model cannot have, once per text.
+  // Power limits the model cannot have, power that cannot be watts: once per text.
   std::vector<std::pair<std::string, std::vector<GpuKey>>> limit_notes;
   for (const auto& g : r.gpus) {
-    if (g.implausible_limit_note.empty()) continue;
+    if (g.power_note.empty()) continue;
     auto it = std::find_if(limit_notes.begin(), limit_notes.end(),
-                           [&](const auto& l) { return l.first == g.implausible_limit_note; });
+                           [&](const auto& l) { return l.first == g.power_note; });
     if (it == limit_notes.end()) {
-      it = limit_notes.insert(limit_notes.end(), {g.implausible_limit_note, {}});
+      it = limit_notes.insert(limit_notes.end(), {g.power_note, {}});
     }
     it->second.push_back(g.key);
   }

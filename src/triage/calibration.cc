@@ -37,6 +37,13 @@ constexpr double kSpinMinShare = 0.02;
 // phases of work (0 % at 293 W beside 420 W) is no floor.
 constexpr double kQuietUtilPct = 20;
 constexpr double kIdleAnchorShare = 0.6;
+// No board draws under kMinWorkingPowerW with kernels running (a GB10 idles at ~5 W, a T4 at
+// ~10 W) nor has a limit under kMinBoardLimitW (the smallest data-center cards: 40-70 W): such
+// readings are kilowatts under a [W] header, or a share of the limit, not watts. Judged after
+// kMinUnitReadings readings.
+constexpr double kMinWorkingPowerW = 2.0;
+constexpr double kMinBoardLimitW = 10.0;
+constexpr uint64_t kMinUnitReadings = 10;
 
 size_t Bin(double w) {
   if (w <= 0) return 0;
@@ -73,8 +80,16 @@ void PowerCalibration::Add(double power_w, std::optional<double> util_pct,
       since_recompute_ = 1 << 30;
     }
   }
-  if (limit_w && *limit_w > 0 && table_max_limit_w_ &&
-      (*limit_w < *table_min_limit_w_ || *limit_w > *table_max_limit_w_)) {
+  max_power_w_ = std::max(max_power_w_, power_w);
+  if (util_pct && *util_pct >= kPeggedUtilPct) working_seen_ = true;
+  if (limit_w && *limit_w > 0 && *limit_w < kMinBoardLimitW) {
+    // Not a board's limit in watts: kept out of the range, said by power_unit_note().
+    if (!tiny_limit_w_) {
+      tiny_limit_w_ = *limit_w;
+      since_recompute_ = 1 << 30;
+    }
+  } else if (limit_w && *limit_w > 0 && table_max_limit_w_ &&
+             (*limit_w < *table_min_limit_w_ || *limit_w > *table_max_limit_w_)) {
     // A limit the board cannot have must not scale every reading: the table's TDP stays the top.
     if (!implausible_limit_w_) implausible_limit_w_ = *limit_w;
   } else if (limit_w && *limit_w > 0) {
@@ -168,6 +183,9 @@ void PowerCalibration::Recompute() {
   placed_ = !top_from_observation_ || (util_count_ > 0 && !any_pegged) ||
             (have_obs && quiet_min_w_ <= kIdleAnchorShare * obs_top &&
              !(unpegged_count_ == 0 && obs_top < kPlacedSpread * obs_floor));
+  unit_suspect_ = tiny_limit_w_.has_value() || (working_seen_ && all_count_ >= kMinUnitReadings &&
+                                                max_power_w_ < kMinWorkingPowerW);
+  if (unit_suspect_) placed_ = false;
 
   // Compute level: the top of the readings taken at >= 90 % utilization (spinning collectives
   // read 100 % too, at low power, so only a high percentile is compute).
@@ -274,6 +292,19 @@ std::optional<std::string> PowerCalibration::implausible_limit_note() const {
       "logged power.limit {:.0f} W is outside what a {} can be set to ({:.0f}-{:.0f} W): "
       "ignored, the model's TDP {:.0f} W used instead",
       *implausible_limit_w_, table_name_, *table_min_limit_w_, *table_max_limit_w_, *table_tdp_w_);
+}
+
+std::optional<std::string> PowerCalibration::power_unit_note() const {
+  if (!unit_suspect_) return std::nullopt;
+  const std::string what =
+      tiny_limit_w_
+          ? fmt::format("power.limit reads {:.2f}", *tiny_limit_w_)
+          : fmt::format("power.draw stays under {:.0f} while kernels run", kMinWorkingPowerW);
+  return fmt::format(
+      "{} where watts are expected: no GPU board draws that little at work or has such a limit "
+      "(kilowatts under a [W] header, or a share of the limit?); power is not used, fix the "
+      "column's unit",
+      what);
 }
 
 std::string PowerCalibration::source() const {

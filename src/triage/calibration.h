@@ -78,6 +78,10 @@ class PowerCalibration {
   // When a logged limit lay outside what the model can be set to (gpu_models.h): a note saying
   // so and that the model's TDP was used instead.
   std::optional<std::string> implausible_limit_note() const;
+  // When the readings cannot be watts (the highest under 2 W while kernels run, or a limit under
+  // 10 W: kilowatts under a [W] header, or a share of the limit): a note saying so. Power is then
+  // not placed (placed() is false), so nothing is judged from it.
+  std::optional<std::string> power_unit_note() const;
 
  private:
   void Recompute();
@@ -88,6 +92,10 @@ class PowerCalibration {
   std::optional<double> table_tdp_w_;
   std::optional<double> table_min_limit_w_, table_max_limit_w_;
   std::optional<double> implausible_limit_w_;  // the first implausible limit logged
+  std::optional<double> tiny_limit_w_;         // the first limit no board has (under 10 W)
+  double max_power_w_ = 0;                     // the highest reading
+  bool working_seen_ = false;                  // a reading at >= kPeggedUtilPct utilization
+  bool unit_suspect_ = false;                  // power_unit_note() has something to say
   std::optional<double> table_idle_w_;
   std::optional<double> table_spin_hi_w_;
   double quiet_min_w_ = 1e18;  // lowest reading without kernels (utilization < 20 % or unlogged)

@@ -184,7 +184,12 @@ void TriageEngine::Add(const GpuSample& s) {
     RecordEarly(s, &g.stats);
   }
   SignalCounts& sig = g.stats.signals;
-  if (s.power_w || s.power_instant_w) ++(g.windows.power_placed() ? sig.power : sig.power_unplaced);
+  if (s.power_w || s.power_instant_w) {
+    ++(g.windows.power_placed() ? sig.power : sig.power_unplaced);
+    if (!g.windows.power_placed() && g.windows.calibration().power_unit_note()) {
+      ++sig.power_not_watts;
+    }
+  }
   if (s.util_gpu_pct) ++sig.utilization;
   if (s.mem_used_mib) ++sig.memory;
   if (s.util_mem_pct) ++sig.memory_utilization;
@@ -394,8 +399,10 @@ void TriageEngine::OnQuietUpdate(const QuietUpdate& u) {
 }
 
 void TriageEngine::SyncViewsByMs() {
-  if (hang_.open() == by_ms_live_) return;
-  by_ms_live_ = hang_.open();
+  // Small jobs walk their views (cheaper than keeping the index: measured on 16 GPUs).
+  const bool want = hang_.open() && views_.size() > kViewsByMsMinGpus;
+  if (want == by_ms_live_) return;
+  by_ms_live_ = want;
   views_by_ms_.clear();
   if (!by_ms_live_) return;
   views_scanned_ += static_cast<int64_t>(views_.size());
@@ -612,7 +619,8 @@ std::vector<GpuStats> TriageEngine::gpu_stats() const {
     }
     s.calibration = gp->windows.calibration().source();
     s.comm_share_unknown = gp->windows.comm_share_unknown_reason().value_or("");
-    s.implausible_limit_note = gp->windows.calibration().implausible_limit_note().value_or("");
+    const PowerCalibration& cal = gp->windows.calibration();
+    s.power_note = cal.implausible_limit_note().value_or(cal.power_unit_note().value_or(""));
     out.push_back(std::move(s));
   }
   return out;

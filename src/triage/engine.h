@@ -50,6 +50,8 @@ struct SignalCounts {
   // power.draw logged but not placed in the board's range (no power.limit, no known model, never
   // seen idle or spread out: PowerCalibration::placed), so not used
   int64_t power_unplaced = 0;
+  // ... of them, readings that cannot be watts (PowerCalibration::power_unit_note)
+  int64_t power_not_watts = 0;
   int64_t utilization = 0;         // utilization.gpu
   int64_t memory = 0;              // memory.used
   int64_t memory_utilization = 0;  // utilization.memory
@@ -74,8 +76,9 @@ struct GpuStats {
   GpuKey key;
   std::string name;
   std::string calibration;
-  // Set when the logged power limit is one the model cannot have (ignored for the calibration).
-  std::string implausible_limit_note;
+  // Set when the logged power cannot be taken as it is: a limit the model cannot have (ignored
+  // for the calibration), or readings that cannot be watts (power not used).
+  std::string power_note;
   SignalCounts signals;
   int64_t samples = 0;
   // Its first and last sample's time (both 0 before any).
@@ -207,8 +210,10 @@ class TriageEngine {
   // changes), and which of them are listed.
   std::vector<uint32_t> gone_in_job_;
   std::vector<uint8_t> gone_listed_;
-  // While the hang tracker has a candidate: the classified views by their latest sample's time,
-  // each list in view order (HangTracker::Update's at_now).
+  // While the hang tracker has a candidate, in a job of more than kViewsByMsMinGpus GPUs: the
+  // classified views by their latest sample's time, each list in view order (HangTracker::Update's
+  // at_now).
+  static constexpr size_t kViewsByMsMinGpus = 64;
   bool by_ms_live_ = false;
   std::unordered_map<int64_t, std::vector<uint32_t>> views_by_ms_;
   void SyncViewsByMs();

@@ -127,7 +127,8 @@ HangUpdate HangTracker::Update(JobMode mode, std::span<const GpuView> views, int
     Candidate& c = *candidate_;
     c.broken_since_ms = kUnset;
     // The GPUs sampled at now_ms, in view order: only they can have joined or add evidence.
-    std::vector<const GpuView*> sampled_now;
+    std::vector<const GpuView*>& sampled_now = sampled_now_;  // (kept: no allocation a sample)
+    sampled_now.clear();
     if (at_now) {
       sampled_now.reserve(at_now->size());
       for (uint32_t i : *at_now) sampled_now.push_back(&views[i]);

@@ -144,6 +144,7 @@ class HangTracker {
   std::vector<std::string> notes_;
   std::vector<std::string> host_names_;
   int64_t views_visited_ = 0;
+  std::vector<const GpuView*> sampled_now_;  // Update's scratch
 };
 
 // A stretch of every rank quiet holding memory, resolved once it is over.

@@ -31,8 +31,11 @@ GpuEvidence DescribeEvidence(const SignalCounts& s, int64_t samples, const Triag
   // Power logged in most samples, but never placed in the board's range: what is missing is
   // the limit (or the model's name) that would place it.
   const bool unplaced = !power && used(s.power + s.power_unplaced);
+  // ... or placed nowhere: its readings cannot be watts (kilowatts under a [W] header).
+  const bool not_watts = unplaced && used(s.power_not_watts);
   if (!memory) e.missing.push_back("memory.used");
-  if (!power) e.missing.push_back(unplaced ? "power.limit" : "power.draw");
+  if (!power)
+    e.missing.push_back(not_watts ? "power.unit" : unplaced ? "power.limit" : "power.draw");
   if (!util) e.missing.push_back("utilization.gpu");
   // Only the states that still get samples matter; a GPU lost for its whole log tells nothing.
   if (static_cast<double>(s.lost) >= static_cast<double>(samples)) return e;
@@ -41,7 +44,11 @@ GpuEvidence DescribeEvidence(const SignalCounts& s, int64_t samples, const Triag
     // A spinning collective reads 100 % utilization; only its low power gives it away.
     e.cannot_tell_apart.push_back(
         {{GpuState::kCompute, GpuState::kCommunication, GpuState::kCheckpoint, GpuState::kHang},
-         unplaced
+         not_watts
+             ? "power.draw cannot be watts (see the note): a rank spinning in a collective reads "
+               "100 % utilization like compute, so hangs cannot be told from compute (fix the "
+               "column's unit)"
+         : unplaced
              ? "power.draw never read idle or spread out, and no power.limit or GPU name logged: "
                "flat power at full utilization is compute on one board and a spinning collective "
                "on a larger one, so hangs cannot be told from compute (log power.limit or name)"
@@ -96,6 +103,12 @@ std::string Consequence(const std::string& field, bool activity) {
                       "hang, checkpoint wait or communication can be seen; log power.limit or "
                       "name)";
   }
+  if (field == "power.unit") {
+    return activity ? "power.draw cannot be watts: spin and compute told apart by activity "
+                      "counters"
+                    : "power.draw cannot be watts: spin and compute not told apart (no hang, "
+                      "checkpoint wait or communication can be seen; fix the column's unit)";
+  }
   if (field == "power.draw") {
     return activity ? "no power.draw: spin and compute told apart by activity counters"
                     : "no power.draw: spin and compute not told apart (a rank waiting in a "
@@ -129,7 +142,8 @@ std::vector<std::string> HostEvidenceLines(const std::vector<GpuKey>& keys,
         host < host_names.size() ? host_names[host] : fmt::format("host{}", host);
     std::string line = name + ":";
     bool first = true;
-    for (const char* f : {"memory.used", "power.draw", "power.limit", "utilization.gpu"}) {
+    for (const char* f :
+         {"memory.used", "power.draw", "power.limit", "power.unit", "utilization.gpu"}) {
       auto it = fields.find(f);
       if (it == fields.end()) continue;
       std::string which;

@@ -210,16 +210,19 @@ void SlotCounter::Add(const CountSlot& slot) {
 
 JobCounts SlotCounter::Count(int64_t now_ms, bool one_gpu) {
   if (!counted_) {
+    // One branch-free pass (CountSlots' with the two flags): this runs for every sample.
     steps_ += static_cast<int64_t>(slots_.size());
-    bool live_unloaded = false;
-    sustained_spin_ = false;
+    BucketCounts n{};
+    int live_unloaded = 0, sustained_spin = 0;
     for (const CountSlot& s : slots_) {
-      if (now_ms > s.active_until_ms) continue;
-      live_unloaded = live_unloaded || s.live_unloaded;
-      sustained_spin_ = sustained_spin_ || s.sustained_spin;
+      const int active = now_ms <= s.active_until_ms ? 1 : 0;
+      n[s.bucket] += active;
+      live_unloaded |= active & static_cast<int>(s.live_unloaded);
+      sustained_spin |= active & static_cast<int>(s.sustained_spin);
     }
-    const JobCounts c = CountSlots(slots_, now_ms, one_gpu);
-    live_hold_memory_ = c.active > c.gone && !live_unloaded;
+    const JobCounts c = FromBuckets(n, one_gpu);
+    sustained_spin_ = sustained_spin != 0;
+    live_hold_memory_ = c.active > c.gone && live_unloaded == 0;
     return c;
   }
   // The times between the last count's and now_ms: active again (an earlier now_ms) or expired.

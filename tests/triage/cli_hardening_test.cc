@@ -390,4 +390,41 @@ TEST(HardeningLimits, ImplausiblePowerLimitIsIgnoredAndSaid) {
       0);
 }
 
+// Issue 31 item 15: power in kW under a [W] header (a home-made logger's unit slip, a value of
+// 0.35 for 350 W) was accepted: triage read the hang of 0.00-0.00 W and confirmed it. No board
+// draws that little at work: power is left out and the note says why; the log's own verdict is
+// "cannot show one", never a hang or a healthy run judged from numbers that are not watts.
+TEST_F(HardeningTest, PowerInKilowattsUnderAWattHeaderIsNotUsed) {
+  const int power_col = Column(hang_, "power.draw");
+  const int limit_col = Column(hang_, "power.limit");
+  const std::string kw = *dir_ / "kw.csv";
+  const std::string kw_draw = *dir_ / "kw_draw.csv";
+  auto to_kw = [](std::string& cell) { cell = fmt::format(" {:.3f} W", std::stod(cell) / 1000); };
+  Rewrite(hang_, kw, [&](std::vector<std::string>& c) {
+    to_kw(c[static_cast<size_t>(power_col)]);
+    to_kw(c[static_cast<size_t>(limit_col)]);
+    return true;
+  });
+  // The draw alone in kW, the limit in W: the readings still cannot be watts.
+  Rewrite(hang_, kw_draw, [&](std::vector<std::string>& c) {
+    to_kw(c[static_cast<size_t>(power_col)]);
+    return true;
+  });
+  for (const std::string& log : {kw, kw_draw}) {
+    SCOPED_TRACE(log);
+    const CliRun text = Wattwatch("triage " + log + " --color never --fail-on-hang");
+    EXPECT_EQ(text.exit_code, 0) << text.out;
+    EXPECT_THAT(text.out, Not(HasSubstr("HANG")));
+    EXPECT_THAT(text.out, Not(HasSubstr("No hang.")));
+    EXPECT_THAT(text.out, HasSubstr("cannot show one"));
+    EXPECT_THAT(text.out, HasSubstr("kilowatts under a [W] header"));
+    const json j = TriageJson(log);
+    EXPECT_EQ(j.at("hang_episodes").size(), 0u) << Dump(j);
+    const json& ev = j.at("hosts").at(0).at("gpus").at(0).at("evidence");
+    EXPECT_THAT(ev.at("missing").dump(), HasSubstr("power.unit")) << ev.dump();
+  }
+  // The same log in watts confirms its hang (the guard is not what hides it).
+  EXPECT_EQ(TriageJson(hang_).at("hang_episodes").size(), 1u);
+}
+
 }  // namespace ww::testing::hardening

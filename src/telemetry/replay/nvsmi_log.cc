@@ -509,7 +509,6 @@ class NvsmiLogSource final : public TelemetrySource {
           case Col::kClockSm:
           case Col::kClockMem:
           case Col::kTemp:
-          case Col::kMemTotal:
           case Col::kPstate:
           case Col::kReasonsMask:
           case Col::kReasonBit:
