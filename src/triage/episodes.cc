@@ -324,7 +324,7 @@ void CheckpointTracker::Update(JobMode mode, std::span<const GpuView> views, int
         open_ = checkpoints_.back();
         checkpoints_.pop_back();
       } else {
-        open_ = CheckpointEpisode{now_ms, now_ms, false, {}};
+        open_ = CheckpointEpisode{now_ms, now_ms, false, {}, {}, 0};
       }
       writer_last_ms_.clear();
     }
