@@ -743,6 +743,8 @@ class NvsmiLogSource final : public TelemetrySource {
             } else if (p == Parse::kMissing) {
               if (IsGpuLost(f)) {
                 row.sample.gpu_lost = true;
+              } else if (options_.triage_fields_only && c.col == Col::kMemTotal) {
+                // Read for the board's identity only: its absence costs triage nothing to say.
               } else if (c.absent_rows++ == 0) {
                 c.first_absent_line = n;
               }
