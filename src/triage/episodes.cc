@@ -21,12 +21,12 @@ std::vector<GpuKey> NewlySilentMembers(const HangEpisode& e, std::span<const Gpu
   std::vector<GpuKey> silent;
   bool any_heard = false;
   for (const GpuView& v : views) {
-    if (std::find(e.gpus.begin(), e.gpus.end(), v.key) == e.gpus.end()) continue;
+    // (Members and the named ones are in key order.)
+    if (!std::binary_search(e.gpus.begin(), e.gpus.end(), v.key)) continue;
     if (IsActiveInJob(v, at_ms, options)) {
       any_heard = true;
     } else if (v.classified && v.cls != LocalClass::kGone &&
-               std::find(e.stopped_reporting.begin(), e.stopped_reporting.end(), v.key) ==
-                   e.stopped_reporting.end()) {
+               !std::binary_search(e.stopped_reporting.begin(), e.stopped_reporting.end(), v.key)) {
       silent.push_back(v.key);
     }
   }
@@ -35,11 +35,11 @@ std::vector<GpuKey> NewlySilentMembers(const HangEpisode& e, std::span<const Gpu
   return silent;
 }
 
-// The latest time any of keys was heard from.
+// The latest time any of keys (in key order) was heard from.
 int64_t LastHeardMs(std::span<const GpuKey> keys, std::span<const GpuView> views) {
   int64_t last = std::numeric_limits<int64_t>::min();
   for (const GpuView& v : views) {
-    if (std::find(keys.begin(), keys.end(), v.key) != keys.end()) {
+    if (std::binary_search(keys.begin(), keys.end(), v.key)) {
       last = std::max({last, v.cur_ms, v.heard_ms});
     }
   }
