@@ -222,8 +222,6 @@ void TriageEngine::Classify(Gpu& g, const SampleFeatures& f) {
   }
   const int64_t job_ms = last_classified_ms_;
   last_classified_ms_ = std::max(last_classified_ms_, now_ms);
-  const bool was_classified = views_[g.view].classified;
-  const int64_t was_ms = views_[g.view].cur_ms;
   ApplySample(f, &views_[g.view]);
   RenewSlot(g.view);
   // A reading the job's time passed by more than its GPU's stale limit (the last readings of a
@@ -232,7 +230,6 @@ void TriageEngine::Classify(Gpu& g, const SampleFeatures& f) {
   // host fell silent).
   const bool late = job_ms != INT64_MIN && now_ms < job_ms && views_[g.view].in_job &&
                     !IsActiveInJob(views_[g.view], job_ms, options_);
-  if (by_ms_live_) MoveInViewsByMs(static_cast<uint32_t>(g.view), was_classified, was_ms);
   if (views_[g.view].in_job && views_[g.view].cls == LocalClass::kGone && !gone_listed_[g.view]) {
     gone_listed_[g.view] = 1;
     gone_in_job_.push_back(static_cast<uint32_t>(g.view));
@@ -312,15 +309,12 @@ void TriageEngine::Classify(Gpu& g, const SampleFeatures& f) {
     if (ctx.one_gpu_spinning && options_.world_size == 0) one_gpu_spin_s_ += f.dt_s;
   }
   if (!late) {
-    const std::vector<uint32_t>* at_now = nullptr;
-    if (by_ms_live_) at_now = &views_by_ms_[now_ms];  // (g's list: never empty)
-    OnHangUpdate(hang_.Update(mode, views_, now_ms, ctx, at_now), now_ms);
+    OnHangUpdate(hang_.Update(mode, views_, now_ms, ctx, &views_[g.view]), now_ms);
     const JobMode saving_mode = CheckpointMode(mode, hang_.active() != nullptr);
     views_scanned_ +=
         saving_mode == JobMode::kCheckpointWait ? static_cast<int64_t>(views_.size()) : 0;
     checkpoints_.Update(saving_mode, views_, now_ms);
   }
-  SyncViewsByMs();
 
   const bool loaded = f.proc == ProcState::kLoaded || f.proc == ProcState::kUnknown;
   const GpuKey key = views_[g.view].key;
@@ -396,30 +390,6 @@ void TriageEngine::OnQuietUpdate(const QuietUpdate& u) {
     if (!h && !after_hang) checkpoints_.AddAllRanks(u);
   }
   Emit(false);
-}
-
-void TriageEngine::SyncViewsByMs() {
-  // Small jobs walk their views (cheaper than keeping the index: measured on 16 GPUs).
-  const bool want = hang_.open() && views_.size() > kViewsByMsMinGpus;
-  if (want == by_ms_live_) return;
-  by_ms_live_ = want;
-  views_by_ms_.clear();
-  if (!by_ms_live_) return;
-  views_scanned_ += static_cast<int64_t>(views_.size());
-  for (size_t i = 0; i < views_.size(); ++i) {
-    if (views_[i].classified) views_by_ms_[views_[i].cur_ms].push_back(static_cast<uint32_t>(i));
-  }
-}
-
-void TriageEngine::MoveInViewsByMs(uint32_t view, bool was_classified, int64_t old_ms) {
-  if (was_classified) {
-    auto it = views_by_ms_.find(old_ms);
-    std::vector<uint32_t>& list = it->second;  // (kept for every classified view)
-    list.erase(std::lower_bound(list.begin(), list.end(), view));
-    if (list.empty()) views_by_ms_.erase(it);
-  }
-  std::vector<uint32_t>& list = views_by_ms_[views_[view].cur_ms];
-  list.insert(std::upper_bound(list.begin(), list.end(), view), view);
 }
 
 int64_t TriageEngine::job_eval_steps() const {

@@ -210,14 +210,6 @@ class TriageEngine {
   // changes), and which of them are listed.
   std::vector<uint32_t> gone_in_job_;
   std::vector<uint8_t> gone_listed_;
-  // While the hang tracker has a candidate, in a job of more than kViewsByMsMinGpus GPUs: the
-  // classified views by their latest sample's time, each list in view order (HangTracker::Update's
-  // at_now).
-  static constexpr size_t kViewsByMsMinGpus = 64;
-  bool by_ms_live_ = false;
-  std::unordered_map<int64_t, std::vector<uint32_t>> views_by_ms_;
-  void SyncViewsByMs();
-  void MoveInViewsByMs(uint32_t view, bool was_classified, int64_t old_ms);
   std::map<GpuKey, std::string> names_;
   std::deque<Record> records_;  // classified, waiting while a hang candidate may relabel them
   HangTracker hang_;

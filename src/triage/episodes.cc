@@ -51,7 +51,7 @@ int64_t LastHeardMs(std::span<const GpuKey> keys, std::span<const GpuView> views
 HangTracker::HangTracker(const TriageOptions& options) : options_(options) {}
 
 HangUpdate HangTracker::Update(JobMode mode, std::span<const GpuView> views, int64_t now_ms,
-                               const HangContext& ctx, const std::vector<uint32_t>* at_now) {
+                               const HangContext& ctx, const GpuView* sampled) {
   HangUpdate out;
   last_update_ms_ = now_ms;
   bool hang_like = mode == JobMode::kHangCandidate && !ctx.one_gpu;
@@ -105,6 +105,20 @@ HangUpdate HangTracker::Update(JobMode mode, std::span<const GpuView> views, int
   from_ms = std::max(from_ms, dismissed_at_ms_);
 
   if (hang_like) {
+    // The GPUs sampled at now_ms that this evaluation looks at: only they can have joined or add
+    // evidence. One call a sample: the GPU sampled (those before it at now_ms had their own
+    // call, and a new candidate takes them all below); one call a tick: all of them.
+    std::vector<const GpuView*>& sampled_now = sampled_now_;  // (kept: no allocation a sample)
+    sampled_now.clear();
+    if (sampled) {
+      if (sampled->cur_ms == now_ms) sampled_now.push_back(sampled);
+    } else {
+      views_visited_ += static_cast<int64_t>(views.size());
+      for (const GpuView& g : views) {
+        if (g.cur_ms == now_ms) sampled_now.push_back(&g);
+      }
+    }
+    bool fresh = false;
     if (!candidate_) {
       // Not emplace(): clang (clang-tidy) decides Candidate is not default-constructible, as it
       // is a nested class with member initializers used in std::optional inside HangTracker.
@@ -114,10 +128,12 @@ HangUpdate HangTracker::Update(JobMode mode, std::span<const GpuView> views, int
       HangEpisode& e = candidate_->episode;
       e.start_ms = from_ms;
       HangMembers members = ChooseHangMembers(views, mode, now_ms, options_, from_ms);
+      views_visited_ += static_cast<int64_t>(views.size());
       e.gpus = std::move(members.gpus);
       e.culprits = std::move(members.culprits);
       e.stopped_reporting = std::move(members.silent);
       if (!why.empty()) e.reasons.push_back(why);
+      fresh = true;
     } else if (!candidate_->confirmed && needs_probe_ && !needs_probe && !why.empty()) {
       // The probe-only candidate now stands on telemetry alone: say why.
       candidate_->episode.reasons.push_back(why);
@@ -126,19 +142,7 @@ HangUpdate HangTracker::Update(JobMode mode, std::span<const GpuView> views, int
     needs_probe_ = needs_probe;
     Candidate& c = *candidate_;
     c.broken_since_ms = kUnset;
-    // The GPUs sampled at now_ms, in view order: only they can have joined or add evidence.
-    std::vector<const GpuView*>& sampled_now = sampled_now_;  // (kept: no allocation a sample)
-    sampled_now.clear();
-    if (at_now) {
-      sampled_now.reserve(at_now->size());
-      for (uint32_t i : *at_now) sampled_now.push_back(&views[i]);
-    } else {
-      for (const GpuView& g : views) {
-        if (g.cur_ms == now_ms) sampled_now.push_back(&g);
-      }
-    }
-    views_visited_ += static_cast<int64_t>(at_now ? sampled_now.size() : views.size());
-    if (!c.confirmed) {
+    if (!c.confirmed && !fresh) {
       // A GPU that joins the job's view while the candidate is open (after a gap in the input,
       // every GPU's first sample comes a moment apart) belongs to it: members are chosen again.
       // (The members are in key order: ChooseHangMembers.)
@@ -154,8 +158,12 @@ HangUpdate HangTracker::Update(JobMode mode, std::span<const GpuView> views, int
         }
       }
     }
-    for (const GpuView* g : sampled_now) {
-      if (g->cls == LocalClass::kSpin) c.evidence.Add(*g);
+    if (fresh && sampled) {
+      AddEvidenceAt(views, now_ms);  // the GPUs sampled at now_ms before this one too
+    } else {
+      for (const GpuView* g : sampled_now) {
+        if (g->cls == LocalClass::kSpin) c.evidence.Add(*g);
+      }
     }
     if (!c.confirmed && options_.auto_confirm && !needs_probe &&
         static_cast<double>(now_ms - c.start_ms) / 1000.0 >= options_.hang_confirm_s) {
@@ -182,6 +190,13 @@ HangUpdate HangTracker::Update(JobMode mode, std::span<const GpuView> views, int
     return End(candidate_->broken_since_ms, false, views);
   }
   return out;
+}
+
+void HangTracker::AddEvidenceAt(std::span<const GpuView> views, int64_t now_ms) {
+  views_visited_ += static_cast<int64_t>(views.size());
+  for (const GpuView& g : views) {
+    if (g.cur_ms == now_ms && g.cls == LocalClass::kSpin) candidate_->evidence.Add(g);
+  }
 }
 
 bool HangTracker::Confirm(int64_t now_ms, std::span<const GpuView> views,

@@ -90,12 +90,13 @@ class HangTracker {
 
   // Host names by GpuKey::host, for the reasons given in words.
   void SetHostNames(std::vector<std::string> hosts) { host_names_ = std::move(hosts); }
-  // One job evaluation at now_ms (views: every GPU, in a fixed order). at_now, if given: the
-  // indices in `views` of the classified GPUs whose latest sample is at now_ms, in increasing
-  // order (the engine keeps them while a candidate is open, so an open candidate costs no pass
-  // over every GPU per sample); without it Update finds them.
+  // One job evaluation at now_ms (views: every GPU, in a fixed order). `sampled`, if given: the
+  // view (in `views`) whose sample at now_ms prompted this evaluation, one call a sample (the
+  // engine's way): an open candidate then looks at that GPU alone, so a sample costs no pass over
+  // every GPU. Without it, one call a sampling tick: every view sampled at now_ms is looked at.
+  // Either way each spin sample counts once in a candidate's evidence.
   HangUpdate Update(JobMode mode, std::span<const GpuView> views, int64_t now_ms,
-                    const HangContext& context = {}, const std::vector<uint32_t>* at_now = nullptr);
+                    const HangContext& context = {}, const GpuView* sampled = nullptr);
   // Confirms the open candidate at now_ms with `extra_reasons` after the telemetry's own.
   // False (nothing done) without an unconfirmed candidate.
   bool Confirm(int64_t now_ms, std::span<const GpuView> views,
@@ -145,6 +146,8 @@ class HangTracker {
   std::vector<std::string> host_names_;
   int64_t views_visited_ = 0;
   std::vector<const GpuView*> sampled_now_;  // Update's scratch
+  // Adds the spin samples of the GPUs sampled at now_ms to the candidate's evidence.
+  void AddEvidenceAt(std::span<const GpuView> views, int64_t now_ms);
 };
 
 // A stretch of every rank quiet holding memory, resolved once it is over.

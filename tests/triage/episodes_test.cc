@@ -82,6 +82,34 @@ TEST(HangTrackerTest, ConfirmsAfterHangConfirmS) {
   EXPECT_FALSE(h.Update(M::kHangCandidate, Spinning(46'000), 46'000).confirmed) << "confirmed once";
 }
 
+// The engine calls once a sample (naming the GPU sampled), a tick's GPUs one after another; a
+// tick's spin samples must each count once in the evidence, as with one call a tick: the mean
+// power fraction of 3 GPUs at 0.05 and one at 0.45 is 0.15 either way (counting the GPUs sampled
+// earlier in the tick again at every later sample gave 0.09).
+TEST(HangTrackerTest, EachSpinSampleCountsOnceWhetherCalledPerSampleOrPerTick) {
+  auto views_at = [](int64_t t, size_t sampled_through) {
+    std::vector<GpuView> v;
+    for (uint16_t g = 0; g < 4; ++g) {
+      v.push_back(V(g, L::kSpin, g <= sampled_through ? t : t - 1000));
+      v.back().last_power_w = g == 3 ? 500 : 100;
+      v.back().last_power_frac = g == 3 ? 0.45 : 0.05;
+    }
+    return v;
+  };
+  HangTracker per_sample(Confirm45()), per_tick(Confirm45());
+  for (int64_t t = 1000; t <= 46'000; t += 1000) {
+    for (size_t k = 0; k < 4; ++k) {
+      const std::vector<GpuView> v = views_at(t, k);
+      per_sample.Update(M::kHangCandidate, v, t, {}, &v[k]);
+    }
+    per_tick.Update(M::kHangCandidate, views_at(t, 3), t);
+  }
+  ASSERT_NE(per_sample.active(), nullptr);
+  ASSERT_NE(per_tick.active(), nullptr);
+  EXPECT_THAT(per_tick.active()->reasons, Contains(HasSubstr("0.15 of their power range")));
+  EXPECT_EQ(per_sample.active()->reasons, per_tick.active()->reasons);
+}
+
 TEST(HangTrackerTest, InterruptionShorterThanDebounceKeepsTheCandidate) {
   HangTracker h(Confirm45());
   Feed(h, M::kHangCandidate, 0, 10'000);
