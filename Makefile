@@ -14,12 +14,13 @@ all: build
 deps:
 	@./scripts/install-deps.sh
 
-# The release build is the binary alone: no tests, no benchmarks (`make run` needs nothing else).
+# The release build is the binary and what installs with it (man pages, completion): no tests, no
+# benchmarks.
 $(RELEASE)/build.ninja:
 	cmake -S . -B $(RELEASE) -G Ninja -DCMAKE_BUILD_TYPE=Release -DWATTWATCH_TESTS=OFF -DWATTWATCH_BENCH=OFF
 
 build: deps $(RELEASE)/build.ninja
-	cmake --build $(RELEASE) -j $(JOBS) --target wattwatch
+	cmake --build $(RELEASE) -j $(JOBS)
 
 # The field report's job: 16 GPUs on 2 hosts, training, a rank-0 checkpoint, then an epoch-end
 # NCCL hang. Simulate it, then triage it as a user would.

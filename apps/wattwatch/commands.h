@@ -4,6 +4,7 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <string>
 
 namespace ww::app {
 
@@ -23,5 +24,8 @@ void AddScalingCommand(CLI::App& app, int* exit_code);
 void AddIncidentCommand(CLI::App& app, int* exit_code);
 // `fleet`: every job of a cluster judged from Prometheus.
 void AddFleetCommand(CLI::App& app, int* exit_code);
+// `completion bash`: the completion script, from the commands registered on `app` (add it last).
+void AddCompletionCommand(CLI::App& app, int* exit_code);
+std::string BashCompletion(const CLI::App& app);
 
 }  // namespace ww::app

@@ -17,6 +17,7 @@
 #include "commands.h"
 #include "core/exit_codes.h"
 #include "core/strings.h"
+#include "ww_build_info.h"
 
 namespace {
 
@@ -130,7 +131,11 @@ int main(int argc, char** argv) {
       "during an NCCL deadlock.\n\nRun `wattwatch COMMAND --help` for each command's options and "
       "examples.",
       "wattwatch"};
-  app.set_version_flag("--version", std::string("wattwatch ") + WATTWATCH_VERSION);
+  // The version is the project's (CMakeLists.txt, one place); the commit and build type are the
+  // build's (ww_build_info.h, written at each build by cmake/build_info.cmake).
+  app.set_version_flag("--version",
+                       fmt::format("wattwatch {} (commit {}, {} build)", WATTWATCH_VERSION,
+                                   WATTWATCH_COMMIT, WATTWATCH_BUILD_TYPE));
   app.require_subcommand(1);
   app.fallthrough(false);
 
@@ -148,6 +153,7 @@ int main(int argc, char** argv) {
   ww::app::AddScalingCommand(app, &exit_code);
   ww::app::AddIncidentCommand(app, &exit_code);
   ww::app::AddFleetCommand(app, &exit_code);
+  ww::app::AddCompletionCommand(app, &exit_code);
 
   if (auto bad = CheckWords(app, argc, argv)) {
     std::cerr << bad->prefix << ": " << bad->message << "\n";
