@@ -15,7 +15,8 @@ install(TARGETS wattwatch RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 # The units in deploy/systemd name /usr/local/bin/wattwatch (a hand install); the installed ones
 # name the binary where the install-time prefix puts it (cmake/install_units.cmake).
 install(CODE "set(WW_SOURCE_DIR \"${CMAKE_SOURCE_DIR}\")
-set(WW_BINDIR \"${CMAKE_INSTALL_BINDIR}\")")
+set(WW_BINDIR \"${CMAKE_INSTALL_BINDIR}\")
+set(WW_STAGING \"${CMAKE_BINARY_DIR}/install-staging\")")
 install(SCRIPT cmake/install_units.cmake)
 
 install(FILES deploy/prometheus/wattwatch-rules.yml deploy/prometheus/wattwatch-fleet-rules.yml

@@ -2,7 +2,8 @@
 # (`cmake --install build --prefix /usr`, CPack's) decides the paths: the systemd units with
 # ExecStart at <prefix>/bin/wattwatch under <prefix>/lib/systemd/system, and their
 # EnvironmentFile defaults under /etc/default for the /usr prefix (<prefix>/etc/default else).
-# Expects WW_SOURCE_DIR and WW_BINDIR (relative to the prefix) set by the caller.
+# Expects WW_SOURCE_DIR, WW_BINDIR (relative to the prefix) and WW_STAGING (a scratch folder in
+# the build tree) set by the caller.
 set(prefix "${CMAKE_INSTALL_PREFIX}")
 if(prefix STREQUAL "/usr")
   set(etc "/etc")
@@ -13,7 +14,7 @@ foreach(unit wattwatch.service wattwatch-fleet.service)
   file(READ "${WW_SOURCE_DIR}/deploy/systemd/${unit}" text)
   string(REPLACE "/usr/local/bin/wattwatch" "${prefix}/${WW_BINDIR}/wattwatch" text "${text}")
   string(REPLACE "/etc/default/" "${etc}/default/" text "${text}")
-  set(staged "${CMAKE_CURRENT_BINARY_DIR}/install-staging/${unit}")
+  set(staged "${WW_STAGING}/${unit}")
   file(WRITE "${staged}" "${text}")
   file(INSTALL DESTINATION "${prefix}/lib/systemd/system" TYPE FILE FILES "${staged}")
 endforeach()
