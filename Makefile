@@ -7,7 +7,7 @@ BENCH := build/bench
 ASAN := build/asan
 DEMO := out/demo
 
-.PHONY: all deps build run test asan bench fuzz clean format format-check tidy
+.PHONY: all deps build run test asan bench fuzz clean format format-check tidy package
 
 all: build
 
@@ -21,6 +21,10 @@ $(RELEASE)/build.ninja:
 
 build: deps $(RELEASE)/build.ninja
 	cmake --build $(RELEASE) -j $(JOBS)
+
+# A .deb of the release build (cmake/package.cmake): build/release/packages/wattwatch_*.deb.
+package: build
+	cd $(RELEASE) && cpack -G DEB
 
 # The field report's job: 16 GPUs on 2 hosts, training, a rank-0 checkpoint, then an epoch-end
 # NCCL hang. Simulate it, then triage it as a user would.

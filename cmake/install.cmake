@@ -5,7 +5,7 @@
 #   /etc/default/wattwatch, wattwatch-fleet (<prefix>/etc/default outside /usr): the units'
 #   EnvironmentFile, site flags
 #   share/wattwatch/{prometheus,grafana,slurm,kubernetes}/ (rules, dashboards, prolog, manifests)
-#   share/man/man1/wattwatch*.1 (from each command's --help: scripts/gen_man_pages.sh, help2man)
+#   share/man/man1/wattwatch*.1.gz (from each command's --help: scripts/gen_man_pages.sh, help2man)
 #   share/bash-completion/completions/wattwatch (from the CLI: `wattwatch completion bash`)
 #   share/doc/wattwatch/ (README.md, docs/)
 include(GNUInstallDirs)
@@ -24,8 +24,8 @@ install(FILES deploy/prometheus/wattwatch-rules.yml deploy/prometheus/wattwatch-
         DESTINATION ${CMAKE_INSTALL_DATADIR}/wattwatch/prometheus)
 install(DIRECTORY deploy/grafana/ DESTINATION ${CMAKE_INSTALL_DATADIR}/wattwatch/grafana)
 install(DIRECTORY deploy/kubernetes/ DESTINATION ${CMAKE_INSTALL_DATADIR}/wattwatch/kubernetes)
-install(PROGRAMS deploy/slurm/prolog.sh DESTINATION ${CMAKE_INSTALL_DATADIR}/wattwatch/slurm)
-install(FILES deploy/slurm/train.sbatch DESTINATION ${CMAKE_INSTALL_DATADIR}/wattwatch/slurm)
+install(PROGRAMS deploy/slurm/prolog.sh deploy/slurm/train.sbatch
+        DESTINATION ${CMAKE_INSTALL_DATADIR}/wattwatch/slurm)
 install(FILES README.md DESTINATION ${CMAKE_INSTALL_DOCDIR})
 install(DIRECTORY docs/ DESTINATION ${CMAKE_INSTALL_DOCDIR}/docs)
 
@@ -34,15 +34,15 @@ find_program(WW_HELP2MAN help2man)
 set(WW_GENERATED ${CMAKE_BINARY_DIR}/generated)
 if(WW_HELP2MAN)
   add_custom_command(
-    OUTPUT ${WW_GENERATED}/man/wattwatch.1
+    OUTPUT ${WW_GENERATED}/man/wattwatch.1.gz
     COMMAND ${CMAKE_COMMAND} -E rm -rf ${WW_GENERATED}/man
     COMMAND ${CMAKE_SOURCE_DIR}/scripts/gen_man_pages.sh $<TARGET_FILE:wattwatch>
             ${WW_GENERATED}/man
     DEPENDS wattwatch ${CMAKE_SOURCE_DIR}/scripts/gen_man_pages.sh
     COMMENT "Man pages from each command's --help" VERBATIM)
-  add_custom_target(man ALL DEPENDS ${WW_GENERATED}/man/wattwatch.1)
+  add_custom_target(man ALL DEPENDS ${WW_GENERATED}/man/wattwatch.1.gz)
   install(DIRECTORY ${WW_GENERATED}/man/ DESTINATION ${CMAKE_INSTALL_MANDIR}/man1
-          FILES_MATCHING PATTERN "*.1")
+          FILES_MATCHING PATTERN "*.1.gz")
 else()
   message(STATUS "help2man not found: no man pages (scripts/install-deps.sh installs it)")
 endif()

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Writes the man pages of wattwatch from its own --help, so they cannot drift from the CLI: one
-# page a command (wattwatch-triage.1, ...) named after the commands `wattwatch --help` lists, and
+# page a command (wattwatch-triage.1.gz, ...) named after the commands `wattwatch --help` lists, and
 # wattwatch.1 for the whole tool. help2man (Debian package help2man) turns each --help into roff.
 # Run by the build (the `man` target) after wattwatch is linked.
 #
@@ -37,3 +37,4 @@ if [ "$n" -eq 0 ]; then
 fi
 "${h2m[@]}" --name "keeps large GPU training jobs honest" -o "$out/wattwatch.1" "$ww"
 rm -rf "$out/.bin"
+gzip -9nf "$out"/*.1  # compressed, as Debian policy wants installed pages

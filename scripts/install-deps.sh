@@ -11,7 +11,7 @@ PKGS=(
   clang libclang-rt-14-dev clang-format clang-tidy
   prometheus wrk python3 python3-pandas chromium tmux
   slurm-wlm munge python3-torch
-  help2man man-db
+  help2man man-db lintian dpkg-dev
 )
 
 missing=()

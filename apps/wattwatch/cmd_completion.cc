@@ -25,8 +25,7 @@ std::string LongFlags(const CLI::App& cmd) {
 }  // namespace
 
 std::string BashCompletion(const CLI::App& app) {
-  std::vector<const CLI::App*> commands =
-      app.get_subcommands([](const CLI::App*) { return true; });
+  std::vector<const CLI::App*> commands = app.get_subcommands([](const CLI::App*) { return true; });
   std::string names;
   for (const CLI::App* c : commands) names += (names.empty() ? "" : " ") + c->get_name();
   std::string cases;

@@ -29,7 +29,7 @@ def run(args, **kw):
 
 def main():
   build, source = sys.argv[1], sys.argv[2]
-  if not os.path.exists(os.path.join(build, "generated", "man", "wattwatch.1")):
+  if not os.path.exists(os.path.join(build, "generated", "man", "wattwatch.1.gz")):
     print("SKIP: no man pages in the build (help2man missing)")
     return 77
   errors = []
@@ -71,8 +71,10 @@ def main():
         "usr/share/wattwatch/slurm/train.sbatch",
         "usr/share/bash-completion/completions/wattwatch",
         "usr/share/doc/wattwatch/README.md",
-        "usr/share/man/man1/wattwatch.1",
-    } | {f"usr/share/man/man1/wattwatch-{c}.1" for c in commands} | docs
+        "usr/share/man/man1/wattwatch.1.gz",
+        "usr/share/doc/wattwatch/copyright",
+        "usr/share/doc/wattwatch/changelog.gz",
+    } | {f"usr/share/man/man1/wattwatch-{c}.1.gz" for c in commands} | docs
     if files - want:
       errors.append(f"installed but not expected: {sorted(files - want)}")
     if want - files:
@@ -88,7 +90,7 @@ def main():
 
     man = shutil.which("man")
     for c in commands + [None]:
-      page = os.path.join(dest, "usr/share/man/man1", f"wattwatch-{c}.1" if c else "wattwatch.1")
+      page = os.path.join(dest, "usr/share/man/man1", f"wattwatch-{c}.1.gz" if c else "wattwatch.1.gz")
       if not man or not os.path.exists(page):
         continue
       res = run([man, "--warnings", "-l", page], env={**os.environ, "MANWIDTH": "100", "MAN_KEEP_FORMATTING": "0"})
