@@ -1,14 +1,12 @@
 // Writers of GpuSamples in the formats other tools produce, so the simulator can hand wattwatch
-// (and everyone else's tools) the files people actually have: nvidia-smi CSV, `dcgmi dmon` text,
-// dcgm-exporter scrapes, a Prometheus /api/v1/query_range response, OpenMetrics for
-// `promtool tsdb create-blocks-from openmetrics`, W&B system metrics CSV, the default
-// `nvidia-smi` table in a loop, and a home-made logging script's CSV.
+// (and everyone else's tools) the files people actually have; one WriterRow per format (below),
+// each in the file of its writer.
 //
 // Every writer is fed the same samples, one sampling tick at a time (the GPUs of one tick, GPU
 // order), and writes each reading as the real tool prints it: its names, units and number
 // formats. An absent reading is written as the tool writes a missing one (N/A, an empty cell,
-// no series), never as 0. Per-host formats get one writer per host; the Prometheus formats
-// (a server holds every host) get one writer for the whole job.
+// no series), never as 0. Per-host formats get one writer per host; a job-wide format
+// (WriterRow::job_wide: a Prometheus server's view, LLview's job table) one for the whole job.
 // Ownership: a writer does not own its FILE; writer rows are constants with static storage.
 // Thread-safety: a writer, one thread at a time; rows are immutable, any thread.
 #pragma once
