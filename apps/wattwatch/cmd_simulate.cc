@@ -15,7 +15,7 @@ struct SimulateFlags {
   std::string scenario;
   sim::ScenarioOptions options;
   sim::WriteOptions write;
-  std::string format = "nvidia-smi";
+  std::string format = sim::DefaultOutputFormat().name;
   bool force = false;
 };
 
@@ -24,8 +24,8 @@ bool SimulateOutputsAllowed(const SimulateFlags& f, const sim::ScenarioConfig& c
   std::vector<OutputFile> outputs;
   for (const auto& p : f.write.out_paths) outputs.push_back({"--out", p});
   if (f.write.out_paths.empty() && !f.write.out_dir.empty()) {
-    const std::string ext = write::OutputFormatExtension(f.write.format);
-    if (write::OutputFormatIsJobWide(f.write.format)) {
+    const std::string ext = f.write.format->writer->extension;
+    if (f.write.format->writer->job_wide) {
       outputs.push_back({"--out-dir", f.write.out_dir + "/" + config.name + ext});
     } else {
       const sim::Simulator simulator(config);  // named: the loop must not outlive a temporary
@@ -40,7 +40,7 @@ bool SimulateOutputsAllowed(const SimulateFlags& f, const sim::ScenarioConfig& c
 }
 
 int RunSimulate(SimulateFlags f) {
-  auto format = write::ParseOutputFormat(f.format);
+  auto format = sim::ParseOutputFormat(f.format);
   if (!format.ok()) {
     std::cerr << "wattwatch simulate: " << format.status().message() << "\n";
     return kExitBadInput;
@@ -86,29 +86,8 @@ Examples:
   wattwatch simulate healthy --model "NVIDIA RTX PRO 6000:600:30" --out gpu.csv
 
 Formats (--format; triage reads each back, the format recognized from the content):
-  nvidia-smi       (default) nvidia-smi --query-gpu=... --format=csv, one file per host
-  dcgmi-dmon       dcgmi dmon text, no timestamps (triage it with the same --interval-ms):
-                     wattwatch simulate hang-spin --interval-ms 1000 --format dcgmi-dmon --out gpu.dmon
-  dcgm-exporter    one /metrics scrape per interval, stamped with the scrape time:
-                     wattwatch simulate hang-exit --interval-ms 30000 --format dcgm-exporter --out gpu.prom
-  prometheus-json  a saved /api/v1/query_range response, every host in one file:
-                     wattwatch simulate multi-host --interval-ms 15000 --format prometheus-json --out incident.json
-  openmetrics      input of promtool tsdb create-blocks-from openmetrics, every host in one file:
-                     wattwatch simulate field-report --interval-ms 15000 --format openmetrics --out job.om
-  wandb            W&B system metrics CSV export (W&B samples every ~15 s):
-                     wattwatch simulate starvation --interval-ms 15000 --format wandb --out run.csv
-  smi-table        the default nvidia-smi table in a loop (whole seconds):
-                     wattwatch simulate checkpoint-all --interval-ms 1000 --format smi-table --out job.out
-  custom-csv       a home-made logger: ts,gpu_id,power_w,power_limit_w,util_pct,...
-                     wattwatch simulate healthy --interval-ms 1000 --format custom-csv --out gpu.csv
-  nvidia-smi-loop  nvidia-smi --query-gpu=name,pci.bus_id,... --format=csv in a shell loop: the
-                   header before every sample, GPUs by bus id
-  gpustat          gpustat --show-power in a loop, host lines with dates (whole seconds):
-                     wattwatch simulate hang-spin --interval-ms 2000 --format gpustat --out gpu.log
-  wide-power       a W&B power panel pivoted by pandas, ,timestamp,GPU 0,... (triage --wide power)
-  llview           an LLview GPU_<jobid>_node.dat, every host in one file (whole seconds):
-                     wattwatch simulate multi-host --interval-ms 60000 --format llview --out job.dat
-
+)" + sim::OutputFormatHelp() +
+              R"(
 Exit codes: 0 written; 2 bad scenario, model or path.)");
   cmd->add_option("scenario", flags->scenario, "scenario name")->required();
   cmd->add_option("--out", flags->write.out_paths, "log file per host, in host order");
@@ -118,7 +97,8 @@ Exit codes: 0 written; 2 bad scenario, model or path.)");
   cmd->add_option("--truth-json", flags->write.truth_json,
                   "ground-truth hang episodes, culprits and communication share");
   cmd->add_option("--format", flags->format,
-                  "output format: " + write::OutputFormatNames() + " (default nvidia-smi)");
+                  "output format: " + sim::OutputFormatNames() + " (default " +
+                      sim::DefaultOutputFormat().name + ")");
   cmd->add_flag("--minimal-columns", flags->write.minimal_columns,
                 "log only timestamp, power.draw, utilization.gpu, memory.used (no index)");
   cmd->add_option("--model", flags->options.model,

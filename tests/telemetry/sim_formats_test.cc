@@ -28,13 +28,22 @@
 #include "telemetry/ingest/open.h"
 #include "telemetry/ingest/prom_text.h"
 #include "telemetry/sim/simulator.h"
-#include "telemetry/write/sample_writers.h"
 #include "triage/run.h"
 
 namespace ww::sim_formats {
 namespace {
 
-using write::OutputFormat;
+using OutputFormat = const sim::OutputFormat*;
+
+// The writer of `simulate --format NAME`.
+OutputFormat Writer(std::string_view name) {
+  auto format = sim::ParseOutputFormat(name);
+  if (!format.ok()) {
+    ADD_FAILURE() << format.status().message();
+    std::abort();
+  }
+  return *format;
+}
 
 constexpr uint64_t kSeed = 7;
 constexpr double kShareTolerance = 0.02;
@@ -191,7 +200,7 @@ const Verdict& Reference(const std::string& scenario, int64_t interval_ms) {
   auto it = cache.find({scenario, interval_ms});
   if (it != cache.end()) return it->second;
   testing::TempDir dir;
-  auto w = Simulate(scenario, interval_ms, OutputFormat::kNvidiaSmiCsv, dir.path());
+  auto w = Simulate(scenario, interval_ms, Writer("nvidia-smi"), dir.path());
   EXPECT_TRUE(w.ok()) << w.status().message();
   Verdict v;
   if (w.ok()) {
@@ -211,7 +220,7 @@ const Verdict& PowerOnlyReference(const std::string& scenario, int64_t interval_
   auto it = cache.find({scenario, interval_ms});
   if (it != cache.end()) return it->second;
   testing::TempDir dir;
-  auto w = Simulate(scenario, interval_ms, OutputFormat::kNvidiaSmiCsv, dir.path());
+  auto w = Simulate(scenario, interval_ms, Writer("nvidia-smi"), dir.path());
   EXPECT_TRUE(w.ok()) << w.status().message();
   Verdict v;
   if (w.ok()) {
@@ -305,20 +314,19 @@ void CheckFormat(OutputFormat format, const std::vector<int64_t>& intervals_ms,
   const auto t0 = std::chrono::steady_clock::now();
   // Formats without times in the file: read back with --interval-ms.
   const bool synthetic_times =
-      format == OutputFormat::kDcgmiDmon || format == OutputFormat::kDcgmExporterCurl;
+      format == Writer("dcgmi-dmon") || format == Writer("dcgm-exporter-curl");
   std::string read_with;
   for (int64_t interval_ms : intervals_ms) {
     double worst = 0;
     int hangs = 0;
     for (const std::string& scenario : sim::ScenarioNames()) {
-      SCOPED_TRACE(
-          fmt::format("{} {} at {} ms", write::OutputFormatName(format), scenario, interval_ms));
-      const Verdict& want = format == OutputFormat::kWidePower
+      SCOPED_TRACE(fmt::format("{} {} at {} ms", format->name, scenario, interval_ms));
+      const Verdict& want = format == Writer("wide-power")
                                 ? PowerOnlyReference(scenario, interval_ms)
                                 : Reference(scenario, interval_ms);
       testing::TempDir dir;
       // Every other scenario's table sits between a training script's lines, as in a .out.
-      const bool interleave = format == OutputFormat::kSmiTable && scenario.size() % 2 == 0;
+      const bool interleave = format == Writer("smi-table") && scenario.size() % 2 == 0;
       auto w = Simulate(scenario, interval_ms, format, dir.path(), interleave);
       ASSERT_TRUE(w.ok()) << w.status().message();
       Result<Verdict> got = Status::Internal("unread");
@@ -326,14 +334,14 @@ void CheckFormat(OutputFormat format, const std::vector<int64_t>& intervals_ms,
       read_with = how == ReadBy::kFiles ? "wattwatch's reader" : "the test's DCGM decoder";
       if (how == ReadBy::kFiles) {
         got = TriageFiles(w->paths, synthetic_times ? interval_ms : 0,
-                          format == OutputFormat::kWidePower ? "power" : "");
+                          format == Writer("wide-power") ? "power" : "");
       } else {
         ASSERT_EQ(w->paths.size(), 1u);
         auto source = ReadOpenMetrics(w->paths[0]);
         ASSERT_TRUE(source.ok()) << source.status().message();
         got = TriageSource(**source);
       }
-      if (format == OutputFormat::kWidePower && want.shares.empty()) {
+      if (format == Writer("wide-power") && want.shares.empty()) {
         // A job without power readings leaves a power frame empty: refused, not read as zeros.
         ASSERT_FALSE(got.ok());
         EXPECT_NE(got.status().message().find("no samples"), std::string::npos);
@@ -343,12 +351,12 @@ void CheckFormat(OutputFormat format, const std::vector<int64_t>& intervals_ms,
       if (how == ReadBy::kFiles) {
         // Recognized from the content, not taken for some other format.
         // (a column per GPU is one more layout of the custom-csv reader, JSON lines of wandb's)
-        std::string want_format = write::OutputFormatName(format);
-        if (format == OutputFormat::kCustomCsvWide) want_format = "custom-csv";
-        if (format == OutputFormat::kWandbJsonl) want_format = "wandb";
-        if (format == OutputFormat::kDcgmExporterCurl) want_format = "dcgm-exporter";
-        if (format == OutputFormat::kNvidiaSmiLoop) want_format = "nvidia-smi";
-        if (format == OutputFormat::kWidePower) want_format = "wide";
+        std::string want_format = format->name;
+        if (format == Writer("custom-csv-wide")) want_format = "custom-csv";
+        if (format == Writer("wandb-jsonl")) want_format = "wandb";
+        if (format == Writer("dcgm-exporter-curl")) want_format = "dcgm-exporter";
+        if (format == Writer("nvidia-smi-loop")) want_format = "nvidia-smi";
+        if (format == Writer("wide-power")) want_format = "wide";
         for (const std::string& f : got->formats) EXPECT_EQ(f, want_format) << got->inputs;
       }
       worst = std::max(worst, ExpectSameVerdict(want, *got, interval_ms, synthetic_times));
@@ -357,68 +365,63 @@ void CheckFormat(OutputFormat format, const std::vector<int64_t>& intervals_ms,
     std::cout << fmt::format(
         "[ format ] {} at {} ms: {} scenarios, {} hangs, largest share difference {:.4f}, read "
         "by {}\n",
-        write::OutputFormatName(format), interval_ms, sim::ScenarioNames().size(), hangs, worst,
-        read_with);
+        format->name, interval_ms, sim::ScenarioNames().size(), hangs, worst, read_with);
   }
   std::cout << fmt::format(
-      "[ format ] {}: {:.1f} s\n", write::OutputFormatName(format),
+      "[ format ] {}: {:.1f} s\n", format->name,
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
 }
 
 // Intervals: dcgmi dmon's -d and nvidia-smi tables and home-made loggers at 1 s; dcgm-exporter
 // (30 s default collection), the Prometheus views of it at 1 s, 15 s (a common scrape interval)
 // and 30 s; W&B samples system metrics at ~15 s, and at 1 s when asked.
-TEST(SimFormats, DcgmiDmonSameVerdictsAsCsv) { CheckFormat(OutputFormat::kDcgmiDmon, {1000}); }
+TEST(SimFormats, DcgmiDmonSameVerdictsAsCsv) { CheckFormat(Writer("dcgmi-dmon"), {1000}); }
 
 TEST(SimFormats, DcgmExporterSameVerdictsAsCsv) {
-  CheckFormat(OutputFormat::kDcgmExporter, {1000, 15000, 30000});
+  CheckFormat(Writer("dcgm-exporter"), {1000, 15000, 30000});
 }
 
 TEST(SimFormats, DcgmExporterWithoutTimestampsSameVerdictsAsCsv) {
-  CheckFormat(OutputFormat::kDcgmExporterCurl, {1000, 15000, 30000});
+  CheckFormat(Writer("dcgm-exporter-curl"), {1000, 15000, 30000});
 }
 
 TEST(SimFormats, PrometheusJsonSameVerdictsAsCsv) {
-  CheckFormat(OutputFormat::kPrometheusJson, {1000, 15000, 30000});
+  CheckFormat(Writer("prometheus-json"), {1000, 15000, 30000});
 }
 
 TEST(SimFormats, OpenMetricsSameVerdictsAsCsv) {
-  CheckFormat(OutputFormat::kOpenMetrics, {1000, 15000, 30000}, ReadBy::kOpenMetrics);
+  CheckFormat(Writer("openmetrics"), {1000, 15000, 30000}, ReadBy::kOpenMetrics);
 }
 
-TEST(SimFormats, WandbSameVerdictsAsCsv) { CheckFormat(OutputFormat::kWandb, {1000, 15000}); }
+TEST(SimFormats, WandbSameVerdictsAsCsv) { CheckFormat(Writer("wandb"), {1000, 15000}); }
 
 TEST(SimFormats, WandbJsonLinesSameVerdictsAsCsv) {
-  CheckFormat(OutputFormat::kWandbJsonl, {1000, 15000});
+  CheckFormat(Writer("wandb-jsonl"), {1000, 15000});
 }
 
-TEST(SimFormats, SmiTableSameVerdictsAsCsv) { CheckFormat(OutputFormat::kSmiTable, {1000}); }
+TEST(SimFormats, SmiTableSameVerdictsAsCsv) { CheckFormat(Writer("smi-table"), {1000}); }
 
-TEST(SimFormats, CustomCsvSameVerdictsAsCsv) { CheckFormat(OutputFormat::kCustomCsv, {1000}); }
+TEST(SimFormats, CustomCsvSameVerdictsAsCsv) { CheckFormat(Writer("custom-csv"), {1000}); }
 
 TEST(SimFormats, CustomCsvOneColumnPerGpuSameVerdictsAsCsv) {
-  CheckFormat(OutputFormat::kCustomCsvWide, {1000});
+  CheckFormat(Writer("custom-csv-wide"), {1000});
 }
 
 // Issue 30's layouts: nvidia-smi in a shell loop (the header before every sample, GPUs by bus
 // id), gpustat with its host lines (1 s dates), W&B power pivoted one column per GPU (power
 // only: compared with the CSV reduced to power, PowerOnlyReference; what it lacks is in
 // evidence.missing, checked below), LLview job tables (60 s).
-TEST(SimFormats, NvidiaSmiLoopSameVerdictsAsCsv) {
-  CheckFormat(OutputFormat::kNvidiaSmiLoop, {1000});
-}
+TEST(SimFormats, NvidiaSmiLoopSameVerdictsAsCsv) { CheckFormat(Writer("nvidia-smi-loop"), {1000}); }
 
-TEST(SimFormats, GpustatSameVerdictsAsCsv) { CheckFormat(OutputFormat::kGpustat, {1000}); }
+TEST(SimFormats, GpustatSameVerdictsAsCsv) { CheckFormat(Writer("gpustat"), {1000}); }
 
-TEST(SimFormats, WidePowerSameVerdictsAsCsv) {
-  CheckFormat(OutputFormat::kWidePower, {1000, 30000});
-}
+TEST(SimFormats, WidePowerSameVerdictsAsCsv) { CheckFormat(Writer("wide-power"), {1000, 30000}); }
 
-TEST(SimFormats, LlviewSameVerdictsAsCsv) { CheckFormat(OutputFormat::kLlview, {1000, 60000}); }
+TEST(SimFormats, LlviewSameVerdictsAsCsv) { CheckFormat(Writer("llview"), {1000, 60000}); }
 
 TEST(SimFormats, WidePowerNamesWhatItLacksInEvidence) {
   testing::TempDir dir;
-  auto w = Simulate("healthy", 30000, OutputFormat::kWidePower, dir.path());
+  auto w = Simulate("healthy", 30000, Writer("wide-power"), dir.path());
   ASSERT_TRUE(w.ok()) << w.status().message();
   IngestOptions io;
   io.wide_metric = "power";
@@ -434,11 +437,11 @@ TEST(SimFormats, WidePowerNamesWhatItLacksInEvidence) {
 }
 
 TEST(SimFormats, BadFormatIntervalAndPathsAreClearErrors) {
-  auto bad = write::ParseOutputFormat("prometheus");
+  auto bad = sim::ParseOutputFormat("prometheus");
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("prometheus-json, openmetrics"), std::string::npos);
   testing::TempDir dir;
-  auto table = Simulate("healthy", 500, OutputFormat::kSmiTable, dir.path());
+  auto table = Simulate("healthy", 500, Writer("smi-table"), dir.path());
   ASSERT_FALSE(table.ok());
   EXPECT_NE(table.status().message().find("--interval-ms 500 is not whole seconds"),
             std::string::npos);
@@ -447,7 +450,7 @@ TEST(SimFormats, BadFormatIntervalAndPathsAreClearErrors) {
   auto config = sim::MakeScenario("multi-host", o);
   ASSERT_TRUE(config.ok());
   sim::WriteOptions w;
-  w.format = OutputFormat::kPrometheusJson;
+  w.format = Writer("prometheus-json");
   w.out_paths = {dir / "a.json", dir / "b.json"};
   auto two = sim::WriteScenario(*config, w);
   ASSERT_FALSE(two.ok());
@@ -469,7 +472,7 @@ TEST(SimFormats, OpenMetricsIsBackfilledByPromtool) {
     GTEST_SKIP() << "promtool not installed (Debian package prometheus)";
   }
   testing::TempDir dir;
-  auto w = Simulate("multi-host", 15000, OutputFormat::kOpenMetrics, dir.path());
+  auto w = Simulate("multi-host", 15000, Writer("openmetrics"), dir.path());
   ASSERT_TRUE(w.ok()) << w.status().message();
   ASSERT_EQ(w->paths.size(), 1u);
   const std::string tsdb = dir / "tsdb";

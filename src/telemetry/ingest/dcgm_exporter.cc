@@ -475,6 +475,7 @@ constexpr DetectRule kDcgmExporterDetect[] = {
 
 extern const Format kDcgmExporterFormat;
 const Format kDcgmExporterFormat{"dcgm-exporter", "dcgm-exporter /metrics text",
-                                 kDcgmExporterDetect, OpenLines<OpenDcgmExporter>};
+                                 kDcgmExporterDetect, OpenLines<OpenDcgmExporter>,
+                                 write::kDcgmExporterWriters};
 
 }  // namespace ww::ingest

@@ -327,6 +327,6 @@ constexpr DetectRule kDcgmiDmonDetect[] = {
 
 extern const Format kDcgmiDmonFormat;
 const Format kDcgmiDmonFormat{"dcgmi-dmon", "dcgmi dmon text", kDcgmiDmonDetect,
-                              OpenLines<OpenDcgmiDmon>};
+                              OpenLines<OpenDcgmiDmon>, write::kDcgmiDmonWriters};
 
 }  // namespace ww::ingest

@@ -1,10 +1,12 @@
 // What one telemetry format is to the rest of wattwatch: a row naming it, saying how to recognize
-// it from the content and how to open it. Each reader file defines its format's row next to its
-// reader; the registry (formats.cc, `Formats()`) lists the rows, and everything that enumerates
-// formats (--format parsing and its help, detection, opening, the "not recognized" message, the
-// ingest fuzz target, docs/triage.md's list, checked by a test) loops over them.
+// it from the content, how to open it, and what the simulator writes in it. Each reader file
+// defines its format's row next to its reader; the registry (formats.cc, `Formats()`) lists the
+// rows, and everything that enumerates formats (--format parsing and its help, detection, opening,
+// the "not recognized" message, the ingest fuzz target, docs/triage.md's list, checked by a test)
+// loops over them.
 //
-// Adding a format: a reader file defining `const Format kXxxFormat` and one line in formats.cc.
+// Adding a format: a reader file defining `const Format kXxxFormat` and one line in formats.cc;
+// for `simulate --format`, a writer file defining its WriterRow, attached to the Format row.
 // Ownership: rows are constants with static storage. Thread-safety: immutable, any thread.
 #pragma once
 
@@ -19,6 +21,7 @@
 #include "core/status.h"
 #include "telemetry/ingest/file_source.h"
 #include "telemetry/replay/nvsmi_log.h"
+#include "telemetry/write/sample_writers.h"
 
 namespace ww {
 
@@ -76,6 +79,9 @@ struct Format {
   std::span<const DetectRule> detect;
   // `lines` is the file opened and sniffed (compression known), or nullptr when `opens_path`.
   Result<OpenedFile> (*open)(const OpenRequest& request, std::unique_ptr<LineReader> lines);
+  // What `simulate --format` writes that this reader reads back (write/sample_writers.h): rows
+  // defined next to their writers; none for a format the simulator does not write.
+  std::span<const write::WriterRow> writers = {};
   // The reader opens the path itself (it names a binary or unreadable file in its own words),
   // and detection hands it such files.
   bool opens_path = false;

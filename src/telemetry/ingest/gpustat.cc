@@ -414,6 +414,6 @@ constexpr DetectRule kGpustatDetect[] = {
 extern const Format kGpustatFormat;
 const Format kGpustatFormat{"gpustat",
                             "gpustat output in a loop (--interval-ms without host lines)",
-                            kGpustatDetect, OpenLines<OpenGpustat>};
+                            kGpustatDetect, OpenLines<OpenGpustat>, write::kGpustatWriters};
 
 }  // namespace ww::ingest

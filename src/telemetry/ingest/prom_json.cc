@@ -777,6 +777,7 @@ const Format kPromJsonFormat{
             r.path));
       }
       return OpenPromJson(std::move(lines), r.host);
-    }};
+    },
+    write::kPromJsonWriters};
 
 }  // namespace ww::ingest

@@ -314,6 +314,6 @@ constexpr DetectRule kSmiTableDetect[] = {
 
 extern const Format kSmiTableFormat;
 const Format kSmiTableFormat{"smi-table", "the nvidia-smi table in a loop (a Slurm .out)",
-                             kSmiTableDetect, OpenLines<OpenSmiTable>};
+                             kSmiTableDetect, OpenLines<OpenSmiTable>, write::kSmiTableWriters};
 
 }  // namespace ww::ingest

@@ -1240,15 +1240,15 @@ Result<OpenedFile> OpenCsv(const OpenRequest& r, std::unique_ptr<LineReader> lin
 
 extern const Format kWandbFormat;
 const Format kWandbFormat{"wandb", "W&B system metrics (CSV or JSON lines)", kWandbDetect,
-                          OpenWandb};
+                          OpenWandb, write::kWandbWriters};
 
 extern const Format kCustomCsvFormat;
 const Format kCustomCsvFormat{"custom-csv", "CSVs with a power or utilization column (--map)",
-                              kCustomCsvDetect, OpenCsv};
+                              kCustomCsvDetect, OpenCsv, write::kCustomCsvWriters};
 
 extern const Format kWideFormat;
 const Format kWideFormat{"wide",
                          "one column per GPU (',timestamp,GPU 0,GPU 1', 'gpu.3'; --wide METRIC)",
-                         kWideDetect, OpenCsv};
+                         kWideDetect, OpenCsv, write::kWideWriters};
 
 }  // namespace ww::ingest

@@ -753,7 +753,8 @@ extern const Format kLlviewFormat;
 const Format kLlviewFormat{"llview", "LLview/JuRepTool per-GPU job tables (JSC)", kLlviewDetect,
                            [](const OpenRequest& r, std::unique_ptr<LineReader> lines) {
                              return OpenTable(r, std::move(lines), /*llview=*/true);
-                           }};
+                           },
+                           write::kLlviewWriters};
 
 extern const Format kTableFormat;
 const Format kTableFormat{"table", "whitespace-separated tables (--map, --split-id)", kTableDetect,

@@ -1,7 +1,7 @@
 // Pure arithmetic between what NVML answers and a GpuSample: unit conversions (mW -> W,
 // bytes -> MiB, KiB -> bytes, percent -> ratio), mean power from the energy counter, rates of
 // cumulative counters with wrap-around at their width, and the checks that tell a counter reset
-// (driver reload) from traffic. No I/O, no clock, no library: the readers in nvml_source.cc fill
+// (driver reload) from traffic. No I/O, no clock, no library: the readers in nvml_readers.cc fill
 // RawReadings; everything after that is here, table-tested (tests/telemetry/nvml/derive_test.cc).
 // Value types and free functions; no shared state.
 #pragma once

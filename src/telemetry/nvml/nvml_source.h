@@ -1,9 +1,10 @@
 // NvmlSource: live GPU telemetry from NVML, as a TelemetrySource (one host: this machine).
 //
-// Three parts, each in its own file: the readers here (one per GPU, plus one for Xid events),
-// which call NVML through the entry-point table (nvml_api.h) so every message names the symbol
-// actually bound; the DeadlinePool (deadline_pool.h) that runs them with a deadline per tick; and
-// the pure arithmetic from NVML's units to a GpuSample (derive.h).
+// Three parts, each in its own file: the readers (nvml_readers.h; one per GPU, plus one for Xid
+// events), which call NVML through the entry-point table (nvml_api.h) so every message names the
+// symbol actually bound; the DeadlinePool (deadline_pool.h) that runs them with a deadline per
+// tick; and the pure arithmetic from NVML's units to a GpuSample (derive.h). nvml_source.cc opens
+// NVML and turns each round into samples.
 //
 // Next() runs every reader that is not still stuck in an earlier call and waits at most the call
 // deadline for them. A GPU whose NVML call has not returned by then (a hung driver call is a known

@@ -1371,6 +1371,7 @@ const Format kNvidiaSmiFormat{
       f.description = "nvidia-smi log";
       return f;
     },
+    write::kNvidiaSmiWriters,
     /*opens_path=*/true};
 }  // namespace ingest
 

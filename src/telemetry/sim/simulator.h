@@ -18,8 +18,8 @@
 #include "core/sample.h"
 #include "core/state.h"
 #include "core/status.h"
+#include "telemetry/sim/output_format.h"
 #include "telemetry/source.h"
-#include "telemetry/write/sample_writers.h"
 
 namespace ww::sim {
 
@@ -209,7 +209,7 @@ std::unique_ptr<TelemetrySource> MakeSimSource(ScenarioConfig config);
 namespace ww::sim {
 
 struct WriteOptions {
-  write::OutputFormat format = write::OutputFormat::kNvidiaSmiCsv;
+  const OutputFormat* format = nullptr;  // nullptr: DefaultOutputFormat()
   // One per host (one for the whole job in a job-wide format: prometheus-json, openmetrics),
   // or empty with out_dir.
   std::vector<std::string> out_paths;

@@ -14,11 +14,10 @@ namespace ww::sim {
 Result<std::vector<std::string>> WriteScenario(const ScenarioConfig& config,
                                                const WriteOptions& options) {
   Simulator sim(config);
-  if (Status st = write::CheckOutputInterval(options.format, config.interval_ms); !st.ok()) {
-    return st;
-  }
-  const bool job_wide = write::OutputFormatIsJobWide(options.format);
-  const std::string ext = write::OutputFormatExtension(options.format);
+  const OutputFormat& format = options.format != nullptr ? *options.format : DefaultOutputFormat();
+  if (Status st = CheckOutputInterval(format, config.interval_ms); !st.ok()) return st;
+  const bool job_wide = format.writer->job_wide;
+  const std::string ext = format.writer->extension;
   std::vector<std::string> paths = options.out_paths;
   if (paths.empty()) {
     if (options.out_dir.empty()) return Status::InvalidInput("give --out or --out-dir");
@@ -40,7 +39,7 @@ Result<std::vector<std::string>> WriteScenario(const ScenarioConfig& config,
     return Status::InvalidInput(
         job_wide ? fmt::format("--format {} writes every host into one file: give one --out "
                                "file or --out-dir",
-                               write::OutputFormatName(options.format))
+                               format.name)
                  : fmt::format("scenario '{}' has {} hosts: give {} --out files or --out-dir",
                                config.name, want, want));
   }
@@ -75,7 +74,7 @@ Result<std::vector<std::string>> WriteScenario(const ScenarioConfig& config,
   context.nvsmi_minimal_columns = options.minimal_columns;
   std::vector<std::unique_ptr<write::SampleWriter>> writers;
   writers.reserve(files.size());
-  for (std::FILE* f : files) writers.push_back(write::MakeSampleWriter(options.format, f, context));
+  for (std::FILE* f : files) writers.push_back(format.writer->make(f, context));
   std::vector<GpuSample> samples;
   std::vector<std::vector<GpuSample>> by_host(job_wide ? 1 : sim.host_names().size());
   std::vector<TruthLabel> labels;

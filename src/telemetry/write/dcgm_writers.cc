@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "telemetry/write/sample_writers.h"
+#include "telemetry/write/writer_support.h"
 
 namespace ww::write {
 namespace {
@@ -364,22 +365,42 @@ std::string SimulatedPciBusId(int gpu) {
   return fmt::format("00000000:{:02X}:00.0", bus);
 }
 
-std::unique_ptr<SampleWriter> MakeDcgmWriter(OutputFormat format, std::FILE* out,
-                                             const WriterContext& context) {
-  switch (format) {
-    case OutputFormat::kDcgmiDmon:
-      return std::make_unique<DcgmiDmonWriter>(out);
-    case OutputFormat::kDcgmExporter:
-      return std::make_unique<DcgmExporterWriter>(out, context, /*timestamps=*/true);
-    case OutputFormat::kDcgmExporterCurl:
-      return std::make_unique<DcgmExporterWriter>(out, context, /*timestamps=*/false);
-    case OutputFormat::kPrometheusJson:
-      return std::make_unique<PrometheusJsonWriter>(out, context);
-    case OutputFormat::kOpenMetrics:
-      return std::make_unique<OpenMetricsWriter>(out, context);
-    default:
-      return nullptr;
-  }
-}
+const WriterRow kDcgmiDmonWriters[1] = {
+    {.order = 10,
+     .extension = ".dmon",
+     .help = "dcgmi dmon text, no timestamps (triage it with the same --interval-ms):",
+     .example = "hang-spin --interval-ms 1000 --format {} --out gpu.dmon",
+     .make = Make<DcgmiDmonWriter>},
+};
+
+const WriterRow kDcgmExporterWriters[2] = {
+    {.order = 20,
+     .extension = ".prom",
+     .help = "one /metrics scrape per interval, stamped with the scrape time:",
+     .example = "hang-exit --interval-ms 30000 --format {} --out gpu.prom",
+     .make = Make<DcgmExporterWriter, /*timestamps=*/true>},
+    {.name = "dcgm-exporter-curl",
+     .order = 30,
+     .extension = ".prom",
+     .make = Make<DcgmExporterWriter, /*timestamps=*/false>},
+};
+
+// OpenMetrics is read back through Prometheus: promtool backfills it, and Prometheus serves its
+// series as the query_range JSON the prometheus-json reader reads.
+const WriterRow kPromJsonWriters[2] = {
+    {.order = 40,
+     .extension = ".json",
+     .job_wide = true,
+     .help = "a saved /api/v1/query_range response, every host in one file:",
+     .example = "multi-host --interval-ms 15000 --format {} --out incident.json",
+     .make = Make<PrometheusJsonWriter>},
+    {.name = "openmetrics",
+     .order = 50,
+     .extension = ".om",
+     .job_wide = true,
+     .help = "input of promtool tsdb create-blocks-from openmetrics, every host in one file:",
+     .example = "field-report --interval-ms 15000 --format {} --out job.om",
+     .make = Make<OpenMetricsWriter>},
+};
 
 }  // namespace ww::write

@@ -1,15 +1,14 @@
 // Writers of GpuSamples in the formats other tools produce, so the simulator can hand wattwatch
-// (and everyone else's tools) the files people actually have: nvidia-smi CSV, `dcgmi dmon` text,
-// dcgm-exporter scrapes, a Prometheus /api/v1/query_range response, OpenMetrics for
-// `promtool tsdb create-blocks-from openmetrics`, W&B system metrics CSV, the default
-// `nvidia-smi` table in a loop, and a home-made logging script's CSV.
+// (and everyone else's tools) the files people actually have; one WriterRow per format (below),
+// each in the file of its writer.
 //
 // Every writer is fed the same samples, one sampling tick at a time (the GPUs of one tick, GPU
 // order), and writes each reading as the real tool prints it: its names, units and number
 // formats. An absent reading is written as the tool writes a missing one (N/A, an empty cell,
-// no series), never as 0. Per-host formats get one writer per host; the Prometheus formats
-// (a server holds every host) get one writer for the whole job.
-// Ownership: a writer does not own its FILE. Thread-safety: one thread at a time.
+// no series), never as 0. Per-host formats get one writer per host; a job-wide format
+// (WriterRow::job_wide: a Prometheus server's view, LLview's job table) one for the whole job.
+// Ownership: a writer does not own its FILE; writer rows are constants with static storage.
+// Thread-safety: a writer, one thread at a time; rows are immutable, any thread.
 #pragma once
 
 #include <cstdint>
@@ -17,47 +16,12 @@
 #include <functional>
 #include <memory>
 #include <string>
-#include <string_view>
 #include <vector>
 
 #include "core/sample.h"
 #include "core/status.h"
 
 namespace ww::write {
-
-enum class OutputFormat {
-  kNvidiaSmiCsv,      // nvidia-smi --query-gpu=... --format=csv -lms N
-  kDcgmiDmon,         // dcgmi dmon -e 155,160,203,204,252,250,150,100,101 -d N
-  kDcgmExporter,      // while sleep N; do curl -s node:9400/metrics; done, with scrape times
-  kDcgmExporterCurl,  // the same without timestamps (as the exporter serves them; --interval-ms)
-  kPrometheusJson,    // curl .../api/v1/query_range?query={__name__=~"DCGM_FI_.*"}...
-  kOpenMetrics,       // input of promtool tsdb create-blocks-from openmetrics
-  kWandb,             // W&B run system metrics exported as CSV
-  kWandbJsonl,        // the same as JSON lines (run.history(stream="system") saved as records)
-  kSmiTable,          // nvidia-smi -l N (the default table) in a job's .out
-  kCustomCsv,         // ts,gpu_id,power_w,power_limit_w,util_pct,mem_used_mib (a home-made script)
-  kCustomCsvWide,     // time,gpu0_power_w,gpu0_util_pct,...,gpu1_power_w,...: a column per GPU
-  kNvidiaSmiLoop,     // while true; do nvidia-smi --query-gpu=name,pci.bus_id,... --format=csv;
-                      // sleep N; done: the header before every sample, GPUs by bus id
-  kGpustat,           // while sleep N; do gpustat --show-power; done (host line, GPU lines)
-  kWidePower,         // a W&B power panel pivoted by pandas: ,timestamp,GPU 0,...,GPU 7 (W)
-  kLlview,            // LLview/JuRepTool GPU_<jobid>_node.dat: every host in one table
-};
-
-// "nvidia-smi", "dcgmi-dmon", "dcgm-exporter", "dcgm-exporter-curl", "prometheus-json",
-// "openmetrics", "wandb", "wandb-jsonl", "smi-table", "custom-csv", "custom-csv-wide",
-// "nvidia-smi-loop", "gpustat", "wide-power", "llview". Unknown names are an error listing the
-// valid ones.
-Result<OutputFormat> ParseOutputFormat(std::string_view name);
-const char* OutputFormatName(OutputFormat f);
-std::string OutputFormatNames();
-// File name extension for --out-dir: ".csv", ".dmon", ".prom", ".json", ".om", ".txt".
-const char* OutputFormatExtension(OutputFormat f);
-// True for formats that hold every host in one file (a Prometheus server's view).
-bool OutputFormatIsJobWide(OutputFormat f);
-// The sampling intervals a format can carry: smi-table's date line has 1 s resolution, so its
-// interval must be whole seconds. An error names the format and the interval.
-Status CheckOutputInterval(OutputFormat f, int64_t interval_ms);
 
 // What a writer knows about the job besides the samples.
 struct WriterContext {
@@ -86,7 +50,34 @@ class SampleWriter {
 // numbers of an 8-GPU HGX board, so files look like what people have.
 std::string SimulatedPciBusId(int gpu);
 
-std::unique_ptr<SampleWriter> MakeSampleWriter(OutputFormat format, std::FILE* out,
-                                               const WriterContext& context);
+// One format `simulate --format` writes: a row defined in the file that implements the writer,
+// attached to the row of the format that reads its files back (ingest/format.h,
+// Format::writers). Everything that enumerates the simulator's formats (--format parsing, its
+// help, file extensions, the job-wide and interval checks; sim/output_format.h) loops over them.
+struct WriterRow {
+  const char* name = nullptr;  // --format NAME; nullptr: the name of the format reading it back
+  int order = 0;               // position in --format's list and --help (unique; a test checks)
+  const char* extension = "";  // of --out-dir's files: ".csv"
+  bool job_wide = false;       // every host in one file (a Prometheus server's view): one writer
+  // Why the sampling interval must be whole seconds, for the error; nullptr: any interval.
+  const char* whole_seconds_because = nullptr;
+  // What it writes, for --help ('\n' continues on a line of its own); nullptr: not listed.
+  const char* help = nullptr;
+  // An example's arguments for --help, `{}` standing for the format's name; nullptr: none.
+  const char* example = nullptr;
+  std::unique_ptr<SampleWriter> (*make)(std::FILE* out, const WriterContext& context) = nullptr;
+};
+
+// The rows, each array defined in its writers' file and attached to its reader's Format row.
+extern const WriterRow kNvidiaSmiWriters[2];     // nvsmi_writers.cc: the CSV, in a shell loop
+extern const WriterRow kDcgmiDmonWriters[1];     // dcgm_writers.cc
+extern const WriterRow kDcgmExporterWriters[2];  // dcgm_writers.cc: with and without times
+extern const WriterRow kPromJsonWriters[2];      // dcgm_writers.cc: query_range, OpenMetrics
+extern const WriterRow kWandbWriters[2];         // wandb_writer.cc: CSV, JSON lines
+extern const WriterRow kSmiTableWriters[1];      // smi_table_writer.cc
+extern const WriterRow kCustomCsvWriters[2];     // custom_csv_writers.cc: a row per GPU, per tick
+extern const WriterRow kGpustatWriters[1];       // gpustat_writer.cc
+extern const WriterRow kWideWriters[1];          // wide_power_writer.cc
+extern const WriterRow kLlviewWriters[1];        // llview_writer.cc
 
 }  // namespace ww::write
