@@ -38,7 +38,7 @@ enum class DcgmFieldKind : uint8_t {
 enum class DcgmPrinted : uint8_t { kInt, kFloat };
 
 struct DcgmFieldDef {
-  const char* name;      // e.g. "DCGM_FI_DEV_POWER_USAGE"
+  const char* name;      // kDcgmFieldPrefix, then "DEV_..." or "PROF_..."
   int id;                // DCGM field id, as `dcgmi dmon -e` takes it
   const char* dmon_tag;  // `dcgmi dmon` column header; nullptr: not read from dmon logs
   DcgmFieldKind kind;
