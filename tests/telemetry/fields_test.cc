@@ -17,6 +17,7 @@
 
 #include "telemetry/ingest/dcgm_exporter.h"
 #include "telemetry/ingest/prom_client.h"
+#include "telemetry/ingest/prom_json.h"
 #include "telemetry/write/sample_writers.h"
 
 namespace ww {
@@ -191,6 +192,27 @@ TEST(DcgmFields, ExporterWriterNamesRoundTripThroughTheReader) {
   EXPECT_EQ(back.mem_total_mib, in.mem_total_mib);  // used + free
   const std::vector<std::string> fields_read = decoder.fields_read();
   EXPECT_EQ(fields_read.size(), DcgmExporterFields().size());
+}
+
+// The same through Prometheus: the prometheus-json writer's series read back by the Prometheus
+// API reader, every written field with the value written.
+TEST(DcgmFields, PrometheusJsonWriterRoundTripsThroughTheReader) {
+  const GpuSample in = FullSample();
+  const std::string text = WriteOneTick(write::OutputFormat::kPrometheusJson, in);
+  ingest::PromJsonDecoder decoder;
+  ASSERT_TRUE(decoder.AddDocuments(text, "written").ok());
+  EXPECT_EQ(decoder.dcgm_series(), DcgmExporterFields().size());
+  auto source = decoder.Finish("node1");
+  ASSERT_TRUE(source.ok()) << source.status().message();
+  std::vector<GpuSample> out;
+  for (int i = 0; i < 4; ++i) ASSERT_TRUE((*source)->Next(&out).ok());
+  ASSERT_EQ(out.size(), 1u);
+  for (const DcgmFieldDef* f : DcgmExporterFields()) {
+    if (f->member == nullptr) continue;
+    EXPECT_EQ(out[0].*f->member, in.*f->member) << f->name;
+  }
+  EXPECT_EQ(out[0].clock_event_reasons, in.clock_event_reasons);
+  EXPECT_EQ(out[0].mem_total_mib, in.mem_total_mib);
 }
 
 // The dmon writer's column tags are the dmon reader's: every tag in its header is a table row
