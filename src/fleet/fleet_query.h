@@ -3,12 +3,12 @@
 // cycle: per time chunk, a host listing and one range query per page of hosts, a regex on
 // __name__, never one query per GPU.
 //
-// The query is a range-vector selector, `{__name__=~"DCGM_FI_DEV_POWER_USAGE|..."}[RANGE]`,
-// evaluated at the chunk's end (/api/v1/query), which returns the raw samples as scraped, with
-// their own timestamps. Not /api/v1/query_range: that resamples onto a grid and repeats a
-// series' last value for up to 5 minutes (the lookback delta) across a hole, so a Prometheus
-// restart or a missed scrape would read as minutes of flat telemetry, which is what a hang
-// looks like. Raw samples keep a hole a hole.
+// The query is a range-vector selector, `{__name__=~"NAME|..."}[RANGE]` (the names of the DCGM
+// field table, telemetry/fields.h), evaluated at the chunk's end (/api/v1/query), which returns
+// the raw samples as scraped, with their own timestamps. Not /api/v1/query_range: that
+// resamples onto a grid and repeats a series' last value for up to 5 minutes (the lookback
+// delta) across a hole, so a Prometheus restart or a missed scrape would read as minutes of
+// flat telemetry, which is what a hang looks like. Raw samples keep a hole a hole.
 //
 // Paging: the answer for ALL hosts at once would grow without bound with the fleet (and the
 // decoder takes at most 4096 hosts in one answer), so each range is read in pages of hosts. A

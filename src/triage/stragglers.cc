@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <map>
 
+#include "telemetry/fields.h"
+
 namespace ww::triage {
 namespace {
 
@@ -270,9 +272,8 @@ std::string StragglersUnknownReason(const std::vector<RankTiming>& chunks,
   return fmt::format(
       "training sampled every {:.0f} s without DCGM activity counters: power.draw is a ~1 s "
       "average, so one reading per interval does not show how long each rank computes in a step; "
-      "nobody is named (log DCGM_FI_PROF_PIPE_TENSOR_ACTIVE, DRAM_ACTIVE or SM_ACTIVE, or sample "
-      "at {:.0f} s or finer)",
-      interval_s, o.max_sample_s);
+      "nobody is named (log {}, DRAM_ACTIVE or SM_ACTIVE, or sample at {:.0f} s or finer)",
+      interval_s, DcgmFieldOf(&GpuSample::tensor_activity_ratio).name, o.max_sample_s);
 }
 
 int64_t StragglerTracker::Chunk(int64_t t_ms) const {

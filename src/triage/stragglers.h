@@ -46,9 +46,9 @@ struct RankTiming {
   // seconds, and for each counter the seconds it was logged and its ratio x seconds (so that
   // signal_s / logged_s is the chunk's interval-weighted average).
   double activity_s = 0;
-  double tensor_logged_s = 0, tensor_s = 0;  // DCGM_FI_PROF_PIPE_TENSOR_ACTIVE
-  double dram_logged_s = 0, dram_s = 0;      // DCGM_FI_PROF_DRAM_ACTIVE
-  double sm_logged_s = 0, sm_s = 0;          // DCGM_FI_PROF_SM_ACTIVE
+  double tensor_logged_s = 0, tensor_s = 0;  // tensor_activity_ratio (DCGM field 1004)
+  double dram_logged_s = 0, dram_s = 0;      // dram_bw_util_ratio (DCGM field 1005)
+  double sm_logged_s = 0, sm_s = 0;          // sm_activity_ratio (DCGM field 1002)
   // ... and of those, the seconds with the engine busy (GR_ENGINE_ACTIVE, else utilization.gpu):
   // a peer's time off compute is spent inside a collective's kernel, not idle.
   double engine_logged_s = 0, engine_s = 0;

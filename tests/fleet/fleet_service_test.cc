@@ -8,6 +8,7 @@
 
 #include "fleet/fleet_fixtures.h"
 #include "support/support.h"
+#include "telemetry/ingest/prom_client.h"
 
 namespace ww::fleet {
 namespace {
@@ -223,8 +224,12 @@ TEST(FleetQuery, AskOnceForEveryGpuAndDecodeTheRawSamples) {
   EXPECT_NE(http.last["query"].find(",Hostname=~\"n0|n1\"}"), std::string::npos)
       << http.last["query"];
   EXPECT_EQ(http.last["time"], "1763465362.500");
-  EXPECT_NE(http.last["query"].find("DCGM_FI_DEV_POWER_USAGE|DCGM_FI_DEV_GPU_UTIL"),
-            std::string::npos);
+  // Every field of the DCGM field table (telemetry/fields.h), power and utilization among them.
+  EXPECT_NE(http.last["query"].find("{__name__=~\"" + ingest::DcgmMetricRegex() + "\","),
+            std::string::npos)
+      << http.last["query"];
+  EXPECT_NE(http.last["query"].find("DCGM_FI_DEV_POWER_USAGE|"), std::string::npos);
+  EXPECT_NE(http.last["query"].find("|DCGM_FI_DEV_GPU_UTIL|"), std::string::npos);
   EXPECT_NE(http.last["query"].find(",cluster=\"a\",Hostname=~\"n0|n1\"}[4500ms]"),
             std::string::npos)
       << http.last["query"];

@@ -4,76 +4,14 @@
 
 #include <cmath>
 
-#include "core/sample_ranges.h"
 #include "core/strings.h"
+#include "telemetry/fields.h"
 #include "telemetry/ingest/format.h"
 
 namespace ww::ingest {
 namespace {
 
-enum class Kind : uint8_t {
-  kDouble,
-  kEnergy,
-  kReasons,
-  kEnforcedLimit,
-  kMgmtLimit,
-  kFbFree,
-  kFbReserved,
-  kGrActive,
-  kUtil
-};
-
-struct FieldDef {
-  const char* name;
-  Kind kind;
-  std::optional<double> GpuSample::*member;
-  PlausibleRange range;
-};
-
-const FieldDef kFields[] = {
-    {"DCGM_FI_DEV_POWER_USAGE", Kind::kDouble, &GpuSample::power_w, kPowerRangeW},
-    {"DCGM_FI_DEV_POWER_USAGE_INSTANT", Kind::kDouble, &GpuSample::power_instant_w, kPowerRangeW},
-    {"DCGM_FI_DEV_ENFORCED_POWER_LIMIT", Kind::kEnforcedLimit, &GpuSample::power_limit_w,
-     kPowerRangeW},
-    {"DCGM_FI_DEV_POWER_MGMT_LIMIT", Kind::kMgmtLimit, &GpuSample::power_limit_w, kPowerRangeW},
-    {"DCGM_FI_DEV_GPU_UTIL", Kind::kUtil, &GpuSample::util_gpu_pct, kPercentRange},
-    {"DCGM_FI_DEV_MEM_COPY_UTIL", Kind::kDouble, &GpuSample::util_mem_pct, kPercentRange},
-    {"DCGM_FI_DEV_SM_CLOCK", Kind::kDouble, &GpuSample::sm_clock_mhz, kClockRangeMhz},
-    {"DCGM_FI_DEV_MEM_CLOCK", Kind::kDouble, &GpuSample::mem_clock_mhz, kClockRangeMhz},
-    {"DCGM_FI_DEV_GPU_TEMP", Kind::kDouble, &GpuSample::temperature_c, kTemperatureRangeC},
-    {"DCGM_FI_DEV_FB_USED", Kind::kDouble, &GpuSample::mem_used_mib, kMemoryRangeMib},
-    {"DCGM_FI_DEV_FB_TOTAL", Kind::kDouble, &GpuSample::mem_total_mib, kMemoryRangeMib},
-    {"DCGM_FI_DEV_FB_FREE", Kind::kFbFree, nullptr, kMemoryRangeMib},
-    {"DCGM_FI_DEV_FB_RESERVED", Kind::kFbReserved, nullptr, kMemoryRangeMib},
-    {"DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", Kind::kEnergy, nullptr, {0, 1.8e19}},
-    {"DCGM_FI_DEV_CLOCK_THROTTLE_REASONS", Kind::kReasons, nullptr, {0, 1.8e19}},
-    {"DCGM_FI_DEV_CLOCKS_EVENT_REASONS", Kind::kReasons, nullptr, {0, 1.8e19}},
-    {"DCGM_FI_PROF_GR_ENGINE_ACTIVE", Kind::kGrActive, nullptr, kActivityRange},
-    {"DCGM_FI_PROF_SM_ACTIVE", Kind::kDouble, &GpuSample::sm_activity_ratio, kActivityRange},
-    {"DCGM_FI_PROF_SM_OCCUPANCY", Kind::kDouble, &GpuSample::sm_occupancy_ratio, kActivityRange},
-    {"DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", Kind::kDouble, &GpuSample::tensor_activity_ratio,
-     kActivityRange},
-    {"DCGM_FI_PROF_DRAM_ACTIVE", Kind::kDouble, &GpuSample::dram_bw_util_ratio, kActivityRange},
-    {"DCGM_FI_PROF_PCIE_TX_BYTES", Kind::kDouble, &GpuSample::pcie_tx_bytes_per_s,
-     kLinkRangeBytesPerS},
-    {"DCGM_FI_PROF_PCIE_RX_BYTES", Kind::kDouble, &GpuSample::pcie_rx_bytes_per_s,
-     kLinkRangeBytesPerS},
-    {"DCGM_FI_PROF_NVLINK_TX_BYTES", Kind::kDouble, &GpuSample::nvlink_tx_bytes_per_s,
-     kLinkRangeBytesPerS},
-    {"DCGM_FI_PROF_NVLINK_RX_BYTES", Kind::kDouble, &GpuSample::nvlink_rx_bytes_per_s,
-     kLinkRangeBytesPerS},
-};
-constexpr size_t kNumFields = sizeof(kFields) / sizeof(kFields[0]);
-
-int FieldIndex(std::string_view name) {
-  static const std::unordered_map<std::string_view, int> kByName = [] {
-    std::unordered_map<std::string_view, int> m;
-    for (size_t i = 0; i < kNumFields; ++i) m.emplace(kFields[i].name, static_cast<int>(i));
-    return m;
-  }();
-  auto it = kByName.find(name);
-  return it == kByName.end() ? -1 : it->second;
-}
+using Kind = DcgmFieldKind;
 
 }  // namespace
 
@@ -179,13 +117,13 @@ const DcgmScrapeDecoder::Slot& DcgmScrapeDecoder::Resolve(std::string_view block
 
 DcgmScrapeDecoder::LineResult DcgmScrapeDecoder::Series(std::string_view line, SeriesRef* ref,
                                                         std::string* why) {
-  if (!IsPromSampleLine(line, "DCGM_FI_")) return LineResult::kIgnored;
+  if (!IsPromSampleLine(line, kDcgmFieldPrefix)) return LineResult::kIgnored;
   std::string err;
   if (!ParsePromLine(line, &sample_, &err)) {
     *why = err;
     return LineResult::kMalformed;
   }
-  const int field = FieldIndex(sample_.name);
+  const int field = DcgmFieldIndex(sample_.name);
   if (field < 0) return LineResult::kIgnored;
   const Slot& slot = Resolve(sample_.label_block);
   if (slot.skip) {
@@ -230,7 +168,7 @@ DcgmScrapeDecoder::LineResult DcgmScrapeDecoder::Store(const SeriesRef& ref,
   if (slots_in_scrape_.empty()) scrape_ts_ = timestamp_ms;
   if (p.seen == 0) slots_in_scrape_.push_back(ref.gpu);
   p.seen |= bit;
-  const FieldDef& def = kFields[field];
+  const DcgmFieldDef& def = DcgmFields()[static_cast<size_t>(field)];
   const double v = value;
   if (std::isnan(v)) return LineResult::kRead;  // no reading: absent, never 0
   if (!(v >= def.range.lo && v <= def.range.hi)) {
@@ -240,19 +178,19 @@ DcgmScrapeDecoder::LineResult DcgmScrapeDecoder::Store(const SeriesRef& ref,
   fields_used_ |= bit;
   GpuSample& s = p.sample;
   switch (def.kind) {
-    case Kind::kDouble:
+    case Kind::kValue:
       s.*def.member = v;
       break;
     case Kind::kUtil:
-      s.util_gpu_pct = v;
+      s.*def.member = v;
       p.util_seen = true;
       break;
     case Kind::kEnforcedLimit:
-      s.power_limit_w = v;
+      s.*def.member = v;
       p.enforced_limit = true;
       break;
     case Kind::kMgmtLimit:
-      if (!p.enforced_limit) s.power_limit_w = v;
+      if (!p.enforced_limit) s.*def.member = v;
       break;
     case Kind::kEnergy:
       s.energy_mj = static_cast<uint64_t>(v);
@@ -269,7 +207,7 @@ DcgmScrapeDecoder::LineResult DcgmScrapeDecoder::Store(const SeriesRef& ref,
       break;
     case Kind::kGrActive:
       p.gr_active = v;
-      s.gr_engine_active_ratio = v;
+      s.*def.member = v;
       break;
   }
   return LineResult::kRead;
@@ -295,8 +233,11 @@ void DcgmScrapeDecoder::End(int64_t at_ms, std::vector<GpuSample>* out) {
 
 std::vector<std::string> DcgmScrapeDecoder::fields_read() const {
   std::vector<std::string> out;
-  for (size_t i = 0; i < kNumFields; ++i) {
-    if (fields_used_ & (uint64_t{1} << i)) out.push_back(std::string(kFields[i].name).substr(8));
+  const auto fields = DcgmFields();
+  for (size_t i = 0; i < fields.size(); ++i) {
+    if (fields_used_ & (uint64_t{1} << i)) {
+      out.push_back(std::string(fields[i].name).substr(kDcgmFieldPrefix.size()));
+    }
   }
   return out;
 }
@@ -464,12 +405,12 @@ Result<OpenedFile> OpenDcgmExporter(std::unique_ptr<LineReader> reader, const st
   return f;
 }
 
-// --format dcgm-exporter: recognized by a DCGM_FI_ sample line anywhere in the first lines (a
+// --format dcgm-exporter: recognized by a DCGM field's sample line anywhere in the first lines (a
 // scrape may follow a page of other output).
 namespace {
 constexpr DetectRule kDcgmExporterDetect[] = {
     {120, DetectRule::kLine,
-     [](const DetectLine& l) { return IsPromSampleLine(l.text, "DCGM_FI_"); }},
+     [](const DetectLine& l) { return IsPromSampleLine(l.text, kDcgmFieldPrefix); }},
 };
 }  // namespace
 

@@ -18,14 +18,10 @@
 // Hostname/hostname, pod, namespace, container, hpc_job kept per GPU (gpu_labels()). Series of
 // MIG instances (GPU_I_ID) and of a second host in one file are documented skips.
 //
-// Metrics read, with DCGM's units: DEV_POWER_USAGE (W) -> power_w, DEV_POWER_USAGE_INSTANT,
-// DEV_ENFORCED_POWER_LIMIT / DEV_POWER_MGMT_LIMIT (W) -> power_limit_w, DEV_GPU_UTIL (%),
-// DEV_MEM_COPY_UTIL (%), DEV_SM_CLOCK / DEV_MEM_CLOCK (MHz), DEV_GPU_TEMP (C), DEV_FB_USED /
-// DEV_FB_TOTAL (MiB; total = used + free + reserved when there is no FB_TOTAL),
-// DEV_TOTAL_ENERGY_CONSUMPTION (mJ), DEV_CLOCK_THROTTLE_REASONS / DEV_CLOCKS_EVENT_REASONS
-// (bitmask), PROF_SM_ACTIVE, PROF_SM_OCCUPANCY, PROF_PIPE_TENSOR_ACTIVE, PROF_DRAM_ACTIVE
-// (ratios), PROF_PCIE_TX/RX_BYTES, PROF_NVLINK_TX/RX_BYTES (bytes/s), PROF_GR_ENGINE_ACTIVE
-// (ratio; util_gpu_pct x 100 when a scrape has no DEV_GPU_UTIL). Others are ignored.
+// Metrics read: the rows of the DCGM field table (telemetry/fields.h), with its units and
+// plausible ranges. The enforced power limit wins over the management limit; framebuffer total
+// = used + free + reserved when a scrape has no total; utilization = 100 x graphics-engine
+// activity when a scrape has no utilization. Others are ignored.
 // Ownership: the source owns its file. Thread-safety: one thread at a time.
 #pragma once
 

@@ -5,6 +5,7 @@
 
 #include <chrono>
 
+#include "telemetry/fields.h"
 #include "telemetry/ingest/dcgm_exporter.h"
 #include "telemetry/ingest/http_fetch.h"
 #include "telemetry/ingest/text.h"
@@ -81,7 +82,8 @@ class DcgmExporterLive final : public TelemetrySource {
     }
     decoder_.End(clock_->NowUnixMs(), out);
     if (read == 0) {
-      *why = fmt::format("dcgm-exporter at {} answered without DCGM_FI_* readings", o_.url);
+      *why = fmt::format("dcgm-exporter at {} answered without {}* readings", o_.url,
+                         kDcgmFieldPrefix);
       return false;
     }
     return true;

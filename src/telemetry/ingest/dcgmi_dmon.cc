@@ -3,11 +3,10 @@
 #include <fmt/format.h>
 
 #include <cmath>
-#include <unordered_map>
 
-#include "core/sample_ranges.h"
 #include "core/strings.h"
 #include "core/timefmt.h"
+#include "telemetry/fields.h"
 #include "telemetry/ingest/format.h"
 
 namespace ww::ingest {
@@ -19,56 +18,28 @@ struct Column {
   std::string name;
   Target target = Target::kIgnore;
   std::optional<double> GpuSample::*member = nullptr;
-  double scale = 1;
-  double lo = 0, hi = 0;
+  double lo = 0, hi = 0;  // the field's plausible range
 };
 
+// A column by its tag, through the DCGM field table: a field with a sample member is read into
+// it, the energy counter into energy_mj, anything else is ignored.
 Column MapTag(std::string_view tag) {
   Column c;
   c.name = std::string(tag);
-  struct Def {
-    std::optional<double> GpuSample::*member;
-    double scale, lo, hi;
-  };
-  static const std::unordered_map<std::string, Def> kTags = {
-      {"POWER", {&GpuSample::power_w, 1, kPowerRangeW.lo, kPowerRangeW.hi}},
-      {"PMLMT", {&GpuSample::power_limit_w, 1, kPowerRangeW.lo, kPowerRangeW.hi}},
-      {"GPUTL", {&GpuSample::util_gpu_pct, 1, kPercentRange.lo, kPercentRange.hi}},
-      {"MCUTL", {&GpuSample::util_mem_pct, 1, kPercentRange.lo, kPercentRange.hi}},
-      {"FBUSD", {&GpuSample::mem_used_mib, 1, kMemoryRangeMib.lo, kMemoryRangeMib.hi}},
-      {"FBTTL", {&GpuSample::mem_total_mib, 1, kMemoryRangeMib.lo, kMemoryRangeMib.hi}},
-      {"TMPTR", {&GpuSample::temperature_c, 1, kTemperatureRangeC.lo, kTemperatureRangeC.hi}},
-      {"SMCLK", {&GpuSample::sm_clock_mhz, 1, kClockRangeMhz.lo, kClockRangeMhz.hi}},
-      {"MMCLK", {&GpuSample::mem_clock_mhz, 1, kClockRangeMhz.lo, kClockRangeMhz.hi}},
-      {"GRACT", {&GpuSample::gr_engine_active_ratio, 1, kActivityRange.lo, kActivityRange.hi}},
-      {"SMACT", {&GpuSample::sm_activity_ratio, 1, kActivityRange.lo, kActivityRange.hi}},
-      {"SMOCC", {&GpuSample::sm_occupancy_ratio, 1, kActivityRange.lo, kActivityRange.hi}},
-      {"TENSO", {&GpuSample::tensor_activity_ratio, 1, kActivityRange.lo, kActivityRange.hi}},
-      {"DRAMA", {&GpuSample::dram_bw_util_ratio, 1, kActivityRange.lo, kActivityRange.hi}},
-      {"PCITX",
-       {&GpuSample::pcie_tx_bytes_per_s, 1, kLinkRangeBytesPerS.lo, kLinkRangeBytesPerS.hi}},
-      {"PCIRX",
-       {&GpuSample::pcie_rx_bytes_per_s, 1, kLinkRangeBytesPerS.lo, kLinkRangeBytesPerS.hi}},
-      {"NVLTX",
-       {&GpuSample::nvlink_tx_bytes_per_s, 1, kLinkRangeBytesPerS.lo, kLinkRangeBytesPerS.hi}},
-      {"NVLRX",
-       {&GpuSample::nvlink_rx_bytes_per_s, 1, kLinkRangeBytesPerS.lo, kLinkRangeBytesPerS.hi}},
-  };
   const std::string upper = [&] {
     std::string u(tag);
     for (char& ch : u) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
     return u;
   }();
-  if (upper == "TOTEC") {
+  const DcgmFieldDef* f = DcgmFieldByDmonTag(upper);
+  if (f == nullptr) return c;
+  c.lo = f->range.lo;
+  c.hi = f->range.hi;
+  if (f->kind == DcgmFieldKind::kEnergy) {
     c.target = Target::kEnergy;
-    return c;
-  }
-  if (auto it = kTags.find(upper); it != kTags.end()) {
+  } else if (f->member != nullptr) {
     c.target = Target::kDouble;
-    c.member = it->second.member;
-    c.scale = it->second.scale;
-    c.lo = it->second.lo;
-    c.hi = it->second.hi;
+    c.member = f->member;
   }
   return c;
 }
@@ -192,7 +163,7 @@ class DcgmiDmonSource final : public FileSource {
         double v = 0;
         Parse p = ParseNumber(f, &v);
         if (p == Parse::kOk && c.target == Target::kEnergy) {
-          if (v < 0 || v > 1.8e19) {
+          if (v < c.lo || v > c.hi) {
             p = Parse::kImplausible;
           } else {
             s.energy_mj = static_cast<uint64_t>(v);
@@ -200,7 +171,6 @@ class DcgmiDmonSource final : public FileSource {
           }
         }
         if (p == Parse::kOk) {
-          v *= c.scale;
           if (v < c.lo || v > c.hi) p = Parse::kImplausible;
         }
         if (p == Parse::kOk) {

@@ -12,6 +12,7 @@
 #include "core/stats.h"
 #include "core/strings.h"
 #include "core/timefmt.h"
+#include "telemetry/fields.h"
 #include "telemetry/ingest/http_fetch.h"
 #include "telemetry/ingest/prom_json.h"
 #include "telemetry/ingest/text.h"
@@ -21,31 +22,10 @@ namespace {
 
 using nlohmann::json;
 
-const char* const kDcgmMetrics[] = {
-    "DCGM_FI_DEV_POWER_USAGE",
-    "DCGM_FI_DEV_GPU_UTIL",
-    "DCGM_FI_DEV_FB_USED",
-    "DCGM_FI_DEV_FB_FREE",
-    "DCGM_FI_DEV_FB_TOTAL",
-    "DCGM_FI_DEV_FB_RESERVED",
-    "DCGM_FI_DEV_POWER_MGMT_LIMIT",
-    "DCGM_FI_DEV_ENFORCED_POWER_LIMIT",
-    "DCGM_FI_DEV_SM_CLOCK",
-    "DCGM_FI_DEV_MEM_CLOCK",
-    "DCGM_FI_DEV_GPU_TEMP",
-    "DCGM_FI_DEV_MEM_COPY_UTIL",
-    "DCGM_FI_PROF_GR_ENGINE_ACTIVE",
-    "DCGM_FI_PROF_SM_ACTIVE",
-    "DCGM_FI_PROF_SM_OCCUPANCY",
-    "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE",
-    "DCGM_FI_PROF_DRAM_ACTIVE",
-    "DCGM_FI_PROF_PCIE_TX_BYTES",
-    "DCGM_FI_PROF_PCIE_RX_BYTES",
-    "DCGM_FI_PROF_NVLINK_TX_BYTES",
-    "DCGM_FI_PROF_NVLINK_RX_BYTES",
-    "DCGM_FI_DEV_CLOCKS_EVENT_REASONS",
-    "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS",
-};
+// The series a range is read by (its raw spacing is the scrape interval): power draw's.
+std::string PowerSeriesMatcher() {
+  return fmt::format("__name__=\"{}\"", DcgmFieldOf(&GpuSample::power_w).name);
+}
 
 class HttplibProm final : public PromHttp {
  public:
@@ -157,7 +137,7 @@ std::string WithSelector(const std::string& base_matcher, const std::string& inn
 // Median spacing of raw samples in a range vector at `at_ms` over `window_ms`; 0 when none.
 Result<int64_t> RawSpacingMs(PromHttp& http, const std::string& inner, int64_t at_ms,
                              int64_t window_ms, int* requests) {
-  const std::string q = WithSelector("__name__=\"DCGM_FI_DEV_POWER_USAGE\"", inner) +
+  const std::string q = WithSelector(PowerSeriesMatcher(), inner) +
                         fmt::format("[{}ms]", std::max<int64_t>(window_ms, 1000));
   ++*requests;
   auto j = GetJson(http, "/api/v1/query", {{"query", q}, {"time", SecondsParam(at_ms)}},
@@ -192,7 +172,7 @@ Result<int64_t> RawSpacingMs(PromHttp& http, const std::string& inner, int64_t a
 Status NoSeriesError(PromHttp& http, const PromRangeQuery& q, const std::string& query) {
   std::string names;
   auto j = GetJson(http, "/api/v1/label/__name__/values",
-                   {{"match[]", "{__name__=~\"DCGM_FI_.*\"}"},
+                   {{"match[]", fmt::format("{{__name__=~\"{}.*\"}}", kDcgmFieldPrefix)},
                     {"start", SecondsParam(q.start_ms)},
                     {"end", SecondsParam(q.end_ms)}},
                    "label values");
@@ -207,14 +187,15 @@ Status NoSeriesError(PromHttp& http, const PromRangeQuery& q, const std::string&
   }
   std::string have;
   if (count == 0) {
-    have =
-        "the server has no DCGM_FI_* series in that range (is dcgm-exporter scraped? is the "
-        "range right?)";
+    have = fmt::format(
+        "the server has no {}* series in that range (is dcgm-exporter scraped? is the range "
+        "right?)",
+        kDcgmFieldPrefix);
   } else {
     have = fmt::format("the server has {} DCGM metrics in that range ({}{})", count, names,
                        count > 8 ? ", ..." : "");
     auto s = GetJson(http, "/api/v1/series",
-                     {{"match[]", "{__name__=\"DCGM_FI_DEV_POWER_USAGE\"}"},
+                     {{"match[]", "{" + PowerSeriesMatcher() + "}"},
                       {"start", SecondsParam(q.start_ms)},
                       {"end", SecondsParam(q.end_ms)}},
                      "series");
@@ -227,8 +208,8 @@ Status NoSeriesError(PromHttp& http, const PromRangeQuery& q, const std::string&
           labels += fmt::format("{}{}=\"{}\"", labels.empty() ? "" : ",", k, v.get<std::string>());
         }
       }
-      have += fmt::format("; {} DCGM_FI_DEV_POWER_USAGE series, e.g. {{{}}}", (*s)["data"].size(),
-                          EscapeForTerminal(labels, 300));
+      have += fmt::format("; {} {} series, e.g. {{{}}}", (*s)["data"].size(),
+                          DcgmFieldOf(&GpuSample::power_w).name, EscapeForTerminal(labels, 300));
     }
   }
   return Status::InvalidInput(fmt::format("no DCGM series matched {} at {} between {} and {}; {}",
@@ -340,9 +321,10 @@ Result<int64_t> ParsePromDurationMs(std::string_view text) {
 
 std::string DcgmMetricRegex() {
   std::string out;
-  for (const char* m : kDcgmMetrics) {
+  for (const DcgmFieldDef& f : DcgmFields()) {
     if (!out.empty()) out += '|';
-    out += m;  // appended in place: a temporary "|" + m gave GCC 12 -O2 a -Wrestrict warning
+    out +=
+        f.name;  // appended in place: a temporary "|" + name gave GCC 12 -O2 a -Wrestrict warning
   }
   return out;
 }
@@ -374,7 +356,7 @@ Result<PromFetched> FetchDcgmRange(PromHttp& http, const PromRangeQuery& q) {
       }
     }
     if (step_ms <= 0) {
-      const std::string sel = WithSelector("__name__=\"DCGM_FI_DEV_POWER_USAGE\"", inner);
+      const std::string sel = WithSelector(PowerSeriesMatcher(), inner);
       // One sample per series only: the spacing cannot be found, so ask for a step.
       auto probe =
           GetJson(http, "/api/v1/query",

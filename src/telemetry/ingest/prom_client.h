@@ -3,7 +3,7 @@
 // GPUs at once (one query, a regex on __name__), split into ranges under the server's 11,000
 // points per series, decoded by PromJsonDecoder (prom_json.h). Without a step, the step is the
 // series' own scrape interval: the median spacing of raw samples from an instant query of a
-// range vector (DCGM_FI_DEV_POWER_USAGE{...}[W]), so every stored sample is read once.
+// range vector (the power draw series, {...}[W]), so every stored sample is read once.
 // The HTTP transport is the PromHttp seam; MakePromHttp gives cpp-httplib (http and https).
 // Ownership: the caller owns the returned client and source. Thread-safety: one thread at a time.
 #pragma once
@@ -76,8 +76,8 @@ struct PromFetched {
   int requests = 0;
 };
 
-// The DCGM metrics read (power, utilization, framebuffer, power limits, clocks, temperature,
-// PROF activity ratios, PCIe/NVLink bytes), as a regex alternation for __name__.
+// Every field of the DCGM field table (telemetry/fields.h), which the readers read, as a regex
+// alternation for __name__: a field added to the table is fetched.
 std::string DcgmMetricRegex();
 
 Result<PromFetched> FetchDcgmRange(PromHttp& http, const PromRangeQuery& query);

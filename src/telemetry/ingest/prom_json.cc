@@ -10,6 +10,7 @@
 
 #include "core/stats.h"
 #include "core/timefmt.h"
+#include "telemetry/fields.h"
 #include "telemetry/ingest/dcgm_exporter.h"
 #include "telemetry/ingest/format.h"
 
@@ -349,7 +350,7 @@ int64_t PromJsonDecoder::SeriesFor(const json& metric, const std::string& at, si
     return -1;
   }
   const std::string name = name_it->get<std::string>();
-  if (name.rfind("DCGM_FI_", 0) != 0) {
+  if (name.rfind(kDcgmFieldPrefix, 0) != 0) {
     warnings_.Add("non-DCGM series skipped", ValidUtf8(name));
     return -1;
   }
@@ -389,7 +390,7 @@ int64_t PromJsonDecoder::SeriesFor(const json& metric, const std::string& at, si
     Series s;
     s.host = host;
     s.line_prefix = prefix;
-    s.name = name.substr(8);
+    s.name = name.substr(kDcgmFieldPrefix.size());
     series_.push_back(std::move(s));
   }
   return static_cast<int64_t>(sit->second);
@@ -583,7 +584,7 @@ Status PromJsonDecoder::AddDocument(std::string_view doc, const std::string& whe
     const int64_t index = SeriesFor(*metric, at, r);
     if (index < 0) continue;
     Series& s = series_[static_cast<size_t>(index)];
-    const std::string name = "DCGM_FI_" + s.name;
+    const std::string name = std::string(kDcgmFieldPrefix) + s.name;
     const auto add_point = [&](const json& p, size_t index) {
       if (!p.is_array() || p.size() != 2 || !p[0].is_number() || !p[1].is_string()) {
         warnings_.Add("point that is not [unix_seconds, \"value\"] skipped",
@@ -667,7 +668,7 @@ Result<std::unique_ptr<TelemetrySource>> PromJsonDecoder::Finish(const std::stri
   }
   if (by_host.empty()) {
     return Status::InvalidInput(
-        series_.empty() ? "no DCGM_FI_* series in the response"
+        series_.empty() ? fmt::format("no {}* series in the response", kDcgmFieldPrefix)
                         : fmt::format("{} DCGM series but no usable points", series_.size()));
   }
   if (by_host.size() > 4096) {

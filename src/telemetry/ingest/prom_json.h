@@ -1,6 +1,7 @@
 // Reads Prometheus HTTP API responses holding DCGM series: /api/v1/query_range ("matrix") as
 // `curl .../api/v1/query_range?query=... > incident.json` saves it, an instant query of a range
-// vector (`DCGM_FI_DEV_POWER_USAGE[5m]`, also a "matrix" of raw samples) or an instant vector.
+// vector (a DCGM field's series over `[5m]`, also a "matrix" of raw samples) or an instant
+// vector.
 // One or several documents back to back (one per metric, or `cat a.json b.json`), optionally
 // gzip/zstd compressed. The same decoder serves `triage --prometheus URL` (prom_client.h), which
 // fetches the responses itself.

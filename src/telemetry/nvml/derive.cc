@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "telemetry/fields.h"
+
 namespace ww::nvml {
 
 std::optional<double> MilliwattsToWatts(const std::optional<unsigned>& mw) {
@@ -23,7 +25,7 @@ MeanPower MeanPowerFromEnergy(uint64_t prev_mj, int64_t prev_read_ns, uint64_t c
   const uint64_t delta_mj = cur_mj - prev_mj;  // wraps at 2^64 like NVML's counter
   const double dt_ms = static_cast<double>(cur_read_ns - prev_read_ns) / 1e6;
   const double mean_w = static_cast<double>(delta_mj) / dt_ms;  // mJ/ms == W
-  if (mean_w <= kMaxPlausiblePowerW) {
+  if (mean_w <= DcgmFieldOf(&GpuSample::power_w).range.hi) {
     out.watts = mean_w;
   } else {
     out.implausible = true;
@@ -172,10 +174,11 @@ DeriveNotes DeriveSample(const RawReadings& raw, DeriveState* state, GpuSample* 
                                    kMaxPlausiblePcieBytesPerS, &notes.counter_jumped);
   s->pcie_rx_bytes_per_s = Advance(&state->pcie_rx_bytes, raw.pcie_rx_bytes, 1.0,
                                    kMaxPlausiblePcieBytesPerS, &notes.counter_jumped);
+  const double max_nvlink_bytes_per_s = DcgmFieldOf(&GpuSample::nvlink_tx_bytes_per_s).range.hi;
   s->nvlink_tx_bytes_per_s = Advance(&state->nvlink_tx_kib, raw.nvlink_tx_kib, 1024.0,
-                                     kMaxPlausibleNvlinkBytesPerS, &notes.counter_jumped);
+                                     max_nvlink_bytes_per_s, &notes.counter_jumped);
   s->nvlink_rx_bytes_per_s = Advance(&state->nvlink_rx_kib, raw.nvlink_rx_kib, 1024.0,
-                                     kMaxPlausibleNvlinkBytesPerS, &notes.counter_jumped);
+                                     max_nvlink_bytes_per_s, &notes.counter_jumped);
 
   s->sm_activity_ratio = PercentToRatio(raw.gpm_sm_pct);
   s->sm_occupancy_ratio = PercentToRatio(raw.gpm_occupancy_pct);

@@ -11,17 +11,16 @@
 #include <string>
 
 #include "core/sample.h"
-#include "core/sample_ranges.h"
 #include "telemetry/nvml/nvml_abi.h"
 
 namespace ww::nvml {
 
 // GPM needs its two samples more than 100 ms apart (NVML GPM documentation).
 inline constexpr int64_t kGpmMinGapNs = 100'000'000;
-// Beyond these a counter delta is a reset (driver reload), not power or traffic.
-inline constexpr double kMaxPlausiblePowerW = kPowerRangeW.hi;
+// A counter delta beyond its field's plausible range (the DCGM field table's: power draw's for
+// mean power, NVLink's for NVLink traffic) is a reset (driver reload), not power or traffic.
+// PCIe's bound is tighter than its field's range: no PCIe link moves 1 TB/s.
 inline constexpr double kMaxPlausiblePcieBytesPerS = 1e12;
-inline constexpr double kMaxPlausibleNvlinkBytesPerS = kLinkRangeBytesPerS.hi;
 
 // One reading of a cumulative NVML counter.
 struct CounterRead {

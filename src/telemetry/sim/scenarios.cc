@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "core/sample_ranges.h"
 #include "telemetry/gpu_models.h"
 #include "telemetry/sim/simulator.h"
 
@@ -182,9 +183,11 @@ Result<ScenarioConfig> MakeScenario(const std::string& name, const ScenarioOptio
     } catch (...) {
       return Status::InvalidInput(fmt::format("--model '{}': expected NAME:TDP_W:IDLE_W", model));
     }
-    if (!(c.model.tdp_w > c.model.idle_w * 2 && c.model.idle_w > 0 && c.model.tdp_w < 5000)) {
+    // Below the readers' power cap, or the simulated logs would be read as bad cells.
+    if (!(c.model.tdp_w > c.model.idle_w * 2 && c.model.idle_w > 0 &&
+          c.model.tdp_w < kPowerRangeW.hi)) {
       return Status::InvalidInput(
-          fmt::format("--model '{}': need 0 < 2*IDLE_W < TDP_W < 5000", model));
+          fmt::format("--model '{}': need 0 < 2*IDLE_W < TDP_W < {}", model, kPowerRangeW.hi));
     }
   } else if (auto m = LookupGpuModel(model)) {
     c.model = FromTable(*m);

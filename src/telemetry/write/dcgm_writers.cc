@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
+#include "telemetry/fields.h"
 #include "telemetry/write/sample_writers.h"
 #include "telemetry/write/writer_support.h"
 
@@ -15,51 +16,53 @@ namespace {
 
 // ---------------------------------------------------------------- dcgmi dmon
 
-// dcgmi dmon's columns for the fields the simulator has, by DCGM field id:
-// 155 POWER, 160 PMLMT (the power limit, which calibrates the power range when, as here, the log
-// names no GPU model), 203 GPUTL, 204 MCUTL, 252 FBUSD, 250 FBTTL, 150 TMPTR, 100 SMCLK, 101 MMCLK.
-// Units as dcgmi prints them on its second header line (only some fields have one).
+// dcgmi dmon's columns for the fields the simulator has, by DCGM field id (the DCGM field
+// table gives each its tag and sample member). The power limit (160) calibrates the power range
+// when, as here, the log names no GPU model. Units as dcgmi prints them on its second header line
+// (only some fields have one).
 struct DmonColumn {
-  const char* name;
+  int field_id;
   const char* unit;
-  std::optional<double> GpuSample::*member;
   int width;
   int decimals;
 };
 const DmonColumn kDmonColumns[] = {
-    {"POWER", "W", &GpuSample::power_w, 12, 3},
-    {"PMLMT", "W", &GpuSample::power_limit_w, 12, 3},
-    {"GPUTL", "", &GpuSample::util_gpu_pct, 12, 0},
-    {"MCUTL", "", &GpuSample::util_mem_pct, 12, 0},
-    {"FBUSD", "", &GpuSample::mem_used_mib, 12, 0},
-    {"FBTTL", "", &GpuSample::mem_total_mib, 12, 0},
-    {"TMPTR", "C", &GpuSample::temperature_c, 7, 0},
-    {"SMCLK", "", &GpuSample::sm_clock_mhz, 7, 0},
-    {"MMCLK", "", &GpuSample::mem_clock_mhz, 7, 0},
-    // The PROF activity fields (1001-1005, 1009-1012), averaged by DCGM over its interval.
-    {"GRACT", "", &GpuSample::gr_engine_active_ratio, 7, 3},
-    {"SMACT", "", &GpuSample::sm_activity_ratio, 7, 3},
-    {"SMOCC", "", &GpuSample::sm_occupancy_ratio, 7, 3},
-    {"TENSO", "", &GpuSample::tensor_activity_ratio, 7, 3},
-    {"DRAMA", "", &GpuSample::dram_bw_util_ratio, 7, 3},
-    {"PCITX", "", &GpuSample::pcie_tx_bytes_per_s, 14, 0},
-    {"PCIRX", "", &GpuSample::pcie_rx_bytes_per_s, 14, 0},
-    {"NVLTX", "", &GpuSample::nvlink_tx_bytes_per_s, 14, 0},
-    {"NVLRX", "", &GpuSample::nvlink_rx_bytes_per_s, 14, 0},
+    {155, "W", 12, 3},  // power draw
+    {160, "W", 12, 3},  // power limit
+    {203, "", 12, 0},   // GPU utilization
+    {204, "", 12, 0},   // memory utilization
+    {252, "", 12, 0},   // framebuffer used
+    {250, "", 12, 0},   // framebuffer total
+    {150, "C", 7, 0},   // temperature
+    {100, "", 7, 0},    // SM clock
+    {101, "", 7, 0},    // memory clock
+    // The PROF activity fields, averaged by DCGM over its interval.
+    {1001, "", 7, 3},   // graphics engine active
+    {1002, "", 7, 3},   // SM active
+    {1003, "", 7, 3},   // SM occupancy
+    {1004, "", 7, 3},   // tensor pipe active
+    {1005, "", 7, 3},   // DRAM active
+    {1009, "", 14, 0},  // PCIe TX bytes/s
+    {1010, "", 14, 0},  // PCIe RX bytes/s
+    {1011, "", 14, 0},  // NVLink TX bytes/s
+    {1012, "", 14, 0},  // NVLink RX bytes/s
 };
 // dcgmi repeats its two header lines, after a blank line, every 15 rows (as in the real log).
 constexpr int kDmonRowsPerHeader = 15;
 
 class DcgmiDmonWriter final : public SampleWriter {
  public:
-  explicit DcgmiDmonWriter(std::FILE* out) : out_(out) {}
+  explicit DcgmiDmonWriter(std::FILE* out) : out_(out) {
+    for (const DmonColumn& c : kDmonColumns) fields_.push_back(&DcgmFieldById(c.field_id));
+  }
 
   void WriteTick(const std::vector<GpuSample>& samples) override {
     for (const GpuSample& s : samples) {
       if (rows_ % kDmonRowsPerHeader == 0) WriteHeader();
       line_ = fmt::format("     GPU {:<2}", s.key.gpu);
-      for (const DmonColumn& c : kDmonColumns) {
-        const auto& v = s.*c.member;
+      for (size_t i = 0; i < fields_.size(); ++i) {
+        const DmonColumn& c = kDmonColumns[i];
+        const auto& v = s.*fields_[i]->member;
         const std::string text = v ? fmt::format("{:.{}f}", *v, c.decimals) : "N/A";
         fmt::format_to(std::back_inserter(line_), "{:>{}}", text, c.width);
       }
@@ -75,8 +78,9 @@ class DcgmiDmonWriter final : public SampleWriter {
     std::string head = rows_ == 0 ? "" : "\n";
     head += "# Entity  ";
     std::string units = "      Id  ";
-    for (const DmonColumn& c : kDmonColumns) {
-      fmt::format_to(std::back_inserter(head), "{:>{}}", c.name, c.width);
+    for (size_t i = 0; i < fields_.size(); ++i) {
+      const DmonColumn& c = kDmonColumns[i];
+      fmt::format_to(std::back_inserter(head), "{:>{}}", fields_[i]->dmon_tag, c.width);
       fmt::format_to(std::back_inserter(units), "{:>{}}", c.unit, c.width);
     }
     head += '\n';
@@ -86,13 +90,12 @@ class DcgmiDmonWriter final : public SampleWriter {
   }
 
   std::FILE* out_;
+  std::vector<const DcgmFieldDef*> fields_;  // kDmonColumns' rows of the DCGM field table
   int64_t rows_ = 0;
   std::string line_;
 };
 
 // ---------------------------------------------------------------- DCGM metric series
-
-enum class Value { kInt, kFloat };
 
 // Readings a series holds that are not one optional<double> member of the sample.
 std::optional<double> FbFree(const GpuSample& s) {
@@ -107,74 +110,38 @@ std::optional<double> ClockEventReasons(const GpuSample& s) {
 }
 
 // dcgm-exporter's counters (etc/default-counters.csv, and the PROF ratios and byte rates of
-// dcp-metrics-included.csv) in the order it prints them, with its HELP texts; a series is
-// written only for readings the sample has. FB_FREE is derived (total - used).
-struct MetricDef {
-  const char* name;
-  const char* help;
-  std::optional<double> GpuSample::*member;  // nullptr: `derive` reads it
-  Value kind;
-  std::optional<double> (*derive)(const GpuSample&) = nullptr;
-};
-const MetricDef kMetrics[] = {
-    {"DCGM_FI_DEV_SM_CLOCK", "SM clock frequency (in MHz).", &GpuSample::sm_clock_mhz, Value::kInt},
-    {"DCGM_FI_DEV_MEM_CLOCK", "Memory clock frequency (in MHz).", &GpuSample::mem_clock_mhz,
-     Value::kInt},
-    {"DCGM_FI_DEV_GPU_TEMP", "GPU temperature (in C).", &GpuSample::temperature_c, Value::kInt},
-    {"DCGM_FI_DEV_POWER_USAGE", "Power draw (in W).", &GpuSample::power_w, Value::kFloat},
-    {"DCGM_FI_DEV_GPU_UTIL", "GPU utilization (in %).", &GpuSample::util_gpu_pct, Value::kInt},
-    {"DCGM_FI_DEV_MEM_COPY_UTIL", "Memory utilization (in %).", &GpuSample::util_mem_pct,
-     Value::kInt},
-    {"DCGM_FI_DEV_FB_FREE", "Framebuffer memory free (in MiB).", nullptr, Value::kInt, FbFree},
-    {"DCGM_FI_DEV_FB_USED", "Framebuffer memory used (in MiB).", &GpuSample::mem_used_mib,
-     Value::kInt},
-    {"DCGM_FI_DEV_CLOCKS_EVENT_REASONS", "Current clock event reasons.", nullptr, Value::kInt,
-     ClockEventReasons},
-    {"DCGM_FI_PROF_GR_ENGINE_ACTIVE", "Ratio of time the graphics engine is active.",
-     &GpuSample::gr_engine_active_ratio, Value::kFloat},
-    {"DCGM_FI_PROF_SM_ACTIVE", "The ratio of cycles an SM has at least 1 warp assigned.",
-     &GpuSample::sm_activity_ratio, Value::kFloat},
-    {"DCGM_FI_PROF_SM_OCCUPANCY", "The ratio of number of warps resident on an SM.",
-     &GpuSample::sm_occupancy_ratio, Value::kFloat},
-    {"DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", "Ratio of cycles the tensor (HMMA) pipe is active.",
-     &GpuSample::tensor_activity_ratio, Value::kFloat},
-    {"DCGM_FI_PROF_DRAM_ACTIVE",
-     "Ratio of cycles the device memory interface is active sending or receiving data.",
-     &GpuSample::dram_bw_util_ratio, Value::kFloat},
-    {"DCGM_FI_PROF_PCIE_TX_BYTES", "The rate of data transmitted over the PCIe bus in bytes/s.",
-     &GpuSample::pcie_tx_bytes_per_s, Value::kFloat},
-    {"DCGM_FI_PROF_PCIE_RX_BYTES", "The rate of data received over the PCIe bus in bytes/s.",
-     &GpuSample::pcie_rx_bytes_per_s, Value::kFloat},
-    {"DCGM_FI_PROF_NVLINK_TX_BYTES", "The rate of data transmitted over NVLink in bytes/s.",
-     &GpuSample::nvlink_tx_bytes_per_s, Value::kFloat},
-    {"DCGM_FI_PROF_NVLINK_RX_BYTES", "The rate of data received over NVLink in bytes/s.",
-     &GpuSample::nvlink_rx_bytes_per_s, Value::kFloat},
-};
-constexpr size_t kNumMetrics = sizeof(kMetrics) / sizeof(kMetrics[0]);
+// dcp-metrics-included.csv) in the order it prints them, with its HELP texts, from the DCGM
+// field table; a series is written only for readings the sample has. FB_FREE is derived
+// (total - used).
+std::span<const DcgmFieldDef* const> Metrics() { return DcgmExporterFields(); }
 
 std::optional<double> MetricValue(size_t i, const GpuSample& s) {
-  if (kMetrics[i].member == nullptr) return kMetrics[i].derive(s);
-  return s.*kMetrics[i].member;
+  const DcgmFieldDef& m = *Metrics()[i];
+  if (m.member != nullptr) return s.*m.member;
+  if (m.kind == DcgmFieldKind::kFbFree) return FbFree(s);
+  if (m.kind == DcgmFieldKind::kReasons) return ClockEventReasons(s);
+  return std::nullopt;
 }
 
 // dcgm-exporter prints gauges with Go's %f for floats and as integers for int fields.
-std::string ExporterValue(const MetricDef& m, double v) {
-  return m.kind == Value::kInt ? fmt::format("{:.0f}", v) : fmt::format("{:.6f}", v);
+std::string ExporterValue(const DcgmFieldDef& m, double v) {
+  return m.printed == DcgmPrinted::kInt ? fmt::format("{:.0f}", v) : fmt::format("{:.6f}", v);
 }
 // Prometheus' JSON and OpenMetrics: the shortest text that reads back as the same number.
-std::string PromValue(const MetricDef& m, double v) {
-  return m.kind == Value::kInt ? fmt::format("{:.0f}", v) : fmt::format("{}", v);
+std::string PromValue(const DcgmFieldDef& m, double v) {
+  return m.printed == DcgmPrinted::kInt ? fmt::format("{:.0f}", v) : fmt::format("{}", v);
 }
 
 constexpr const char* kDriverVersion = "550.127.05";
+constexpr const char* kDriverVersionLabel = "DCGM_FI_DRIVER_VERSION";
 
 // The labels dcgm-exporter puts on every series of a GPU, in its order.
 std::string ExporterLabels(const WriterContext& ctx, GpuKey key) {
   return fmt::format(
       "gpu=\"{}\",UUID=\"{}\",pci_bus_id=\"{}\",device=\"nvidia{}\",modelName=\"{}\","
-      "Hostname=\"{}\",DCGM_FI_DRIVER_VERSION=\"{}\"",
+      "Hostname=\"{}\",{}=\"{}\"",
       key.gpu, ctx.uuid(key), SimulatedPciBusId(key.gpu), key.gpu, ctx.model_name,
-      ctx.hosts.at(key.host), kDriverVersion);
+      ctx.hosts.at(key.host), kDriverVersionLabel, kDriverVersion);
 }
 
 // ---------------------------------------------------------------- dcgm-exporter scrapes
@@ -194,18 +161,18 @@ class DcgmExporterWriter final : public SampleWriter {
     int64_t at_ms = samples.front().timestamp_ms;
     for (const GpuSample& s : samples) at_ms = std::min(at_ms, s.timestamp_ms);
     text_.clear();
-    for (size_t i = 0; i < kNumMetrics; ++i) {
+    for (size_t i = 0; i < Metrics().size(); ++i) {
       bool header = false;
       for (const GpuSample& s : samples) {
         const auto v = MetricValue(i, s);
         if (!v) continue;  // a field the GPU does not report has no series
         if (!header) {
           fmt::format_to(std::back_inserter(text_), "# HELP {0} {1}\n# TYPE {0} gauge\n",
-                         kMetrics[i].name, kMetrics[i].help);
+                         Metrics()[i]->name, Metrics()[i]->help);
           header = true;
         }
-        fmt::format_to(std::back_inserter(text_), "{}{{{}}} {}", kMetrics[i].name,
-                       ExporterLabels(ctx_, s.key), ExporterValue(kMetrics[i], *v));
+        fmt::format_to(std::back_inserter(text_), "{}{{{}}} {}", Metrics()[i]->name,
+                       ExporterLabels(ctx_, s.key), ExporterValue(*Metrics()[i], *v));
         if (timestamps_) fmt::format_to(std::back_inserter(text_), " {}", at_ms);
         text_ += '\n';
       }
@@ -238,7 +205,7 @@ class SeriesCollector {
     int64_t at_ms = samples.front().timestamp_ms;
     for (const GpuSample& s : samples) at_ms = std::min(at_ms, s.timestamp_ms);
     for (const GpuSample& s : samples) {
-      for (size_t i = 0; i < kNumMetrics; ++i) {
+      for (size_t i = 0; i < Metrics().size(); ++i) {
         const auto v = MetricValue(i, s);
         if (!v) continue;
         const uint64_t id = (static_cast<uint64_t>(i) << 32) |
@@ -277,7 +244,7 @@ class PrometheusJsonWriter final : public SampleWriter {
   Status Finish() override {
     nlohmann::json result = nlohmann::json::array();
     for (const Series* s : series_.Sorted()) {
-      const MetricDef& m = kMetrics[s->metric];
+      const DcgmFieldDef& m = *Metrics()[s->metric];
       nlohmann::json metric = {{"__name__", m.name},
                                {"gpu", std::to_string(s->key.gpu)},
                                {"UUID", ctx_.uuid(s->key)},
@@ -285,7 +252,7 @@ class PrometheusJsonWriter final : public SampleWriter {
                                {"device", fmt::format("nvidia{}", s->key.gpu)},
                                {"modelName", ctx_.model_name},
                                {"Hostname", ctx_.hosts.at(s->key.host)},
-                               {"DCGM_FI_DRIVER_VERSION", kDriverVersion},
+                               {kDriverVersionLabel, kDriverVersion},
                                {"instance", Instance(ctx_, s->key)},
                                {"job", kJob}};
       nlohmann::json values = nlohmann::json::array();
@@ -323,9 +290,9 @@ class OpenMetricsWriter final : public SampleWriter {
 
   Status Finish() override {
     std::string text;
-    size_t family = kNumMetrics;
+    size_t family = Metrics().size();
     for (const Series* s : series_.Sorted()) {
-      const MetricDef& m = kMetrics[s->metric];
+      const DcgmFieldDef& m = *Metrics()[s->metric];
       if (s->metric != family) {
         family = s->metric;
         fmt::format_to(std::back_inserter(text), "# HELP {0} {1}\n# TYPE {0} gauge\n", m.name,
