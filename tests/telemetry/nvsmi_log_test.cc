@@ -13,7 +13,7 @@
 #include <nlohmann/json.hpp>
 #include <regex>
 
-#include "telemetry/replay/nvsmi_writer.h"
+#include "telemetry/write/nvsmi_writer.h"
 #include "telemetry/test_files.h"
 
 namespace ww::testing {

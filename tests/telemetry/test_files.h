@@ -13,7 +13,7 @@
 #include "support/support.h"
 #include "telemetry/ingest/open.h"
 #include "telemetry/replay/nvsmi_log.h"
-#include "telemetry/replay/nvsmi_writer.h"
+#include "telemetry/write/nvsmi_writer.h"
 
 namespace ww::testing {
 

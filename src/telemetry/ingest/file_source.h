@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "telemetry/ingest/text.h"
-#include "telemetry/replay/line_reader.h"
+#include "telemetry/io/line_reader.h"
 #include "telemetry/source.h"
 
 namespace ww::ingest {

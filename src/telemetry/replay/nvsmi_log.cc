@@ -22,7 +22,7 @@
 #include "telemetry/ingest/gpustat.h"
 #include "telemetry/ingest/prom_text.h"
 #include "telemetry/ingest/text.h"
-#include "telemetry/replay/line_reader.h"
+#include "telemetry/io/line_reader.h"
 
 namespace ww {
 namespace {

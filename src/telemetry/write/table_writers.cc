@@ -7,7 +7,7 @@
 #include <ctime>
 
 #include "core/timefmt.h"
-#include "telemetry/replay/nvsmi_writer.h"
+#include "telemetry/write/nvsmi_writer.h"
 #include "telemetry/write/sample_writers.h"
 
 namespace ww::write {
