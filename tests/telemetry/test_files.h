@@ -11,8 +11,8 @@
 #include "core/sample.h"
 #include "core/status.h"
 #include "support/support.h"
+#include "telemetry/ingest/nvsmi_log.h"
 #include "telemetry/ingest/open.h"
-#include "telemetry/replay/nvsmi_log.h"
 #include "telemetry/write/nvsmi_writer.h"
 
 namespace ww::testing {

@@ -18,7 +18,7 @@
 
 #include "core/status.h"
 #include "telemetry/ingest/file_source.h"
-#include "telemetry/replay/nvsmi_log.h"
+#include "telemetry/ingest/nvsmi_log.h"
 
 namespace ww {
 
