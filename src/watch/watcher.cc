@@ -17,7 +17,7 @@
 #include "core/timefmt.h"
 #include "export/event_log.h"
 #include "telemetry/pacer.h"
-#include "telemetry/replay/nvsmi_writer.h"
+#include "telemetry/write/nvsmi_writer.h"
 #include "watch/startup_checks.h"
 
 namespace ww::watch {

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "telemetry/fake_nvml_script.h"
-#include "telemetry/replay/nvsmi_log.h"
+#include "telemetry/ingest/nvsmi_log.h"
 #include "telemetry/test_files.h"
 
 namespace ww::testing {

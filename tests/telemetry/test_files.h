@@ -11,9 +11,9 @@
 #include "core/sample.h"
 #include "core/status.h"
 #include "support/support.h"
+#include "telemetry/ingest/nvsmi_log.h"
 #include "telemetry/ingest/open.h"
-#include "telemetry/replay/nvsmi_log.h"
-#include "telemetry/replay/nvsmi_writer.h"
+#include "telemetry/write/nvsmi_writer.h"
 
 namespace ww::testing {
 

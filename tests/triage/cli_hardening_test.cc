@@ -18,7 +18,7 @@
 
 #include "core/timefmt.h"
 #include "support/support.h"
-#include "telemetry/replay/nvsmi_writer.h"
+#include "telemetry/write/nvsmi_writer.h"
 
 namespace ww::testing::hardening {
 

@@ -22,7 +22,7 @@
 #include <set>
 
 #include "support/support.h"
-#include "telemetry/replay/nvsmi_writer.h"
+#include "telemetry/write/nvsmi_writer.h"
 
 namespace ww::testing {
 namespace {

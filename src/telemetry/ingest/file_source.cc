@@ -13,7 +13,7 @@ FileSource::FileSource(std::unique_ptr<LineReader> reader, const std::string& ho
     : reader_(std::move(reader)),
       hosts_{ValidUtf8(host)},
       host_index_(host_index),
-      limits_(limits) {}
+      budget_(limits, "records") {}
 
 Status FileSource::Next(std::vector<GpuSample>* out) {
   if (finished_) return Status::Ok();
@@ -32,16 +32,11 @@ Status FileSource::Next(std::vector<GpuSample>* out) {
   if (!reader_->truncated_note().empty()) {
     Skip("truncated compressed stream", reader_->truncated_note());
   }
-  const double limit = std::max<double>(static_cast<double>(limits_.max_bad_floor),
-                                        limits_.max_bad_fraction * static_cast<double>(records_));
-  if (static_cast<double>(bad_) > limit) {
-    return Status::InvalidInput(fmt::format("{}: too many malformed records ({} of {}); first: {}",
-                                            path(), bad_, records_, *first_bad_));
-  }
+  WW_RETURN_IF_ERROR(budget_.Check(path()));
   if (emitted_ == 0) {
-    if (first_bad_) {
+    if (budget_.first_bad()) {
       return Status::InvalidInput(
-          fmt::format("{}: no usable samples; first problem: {}", path(), *first_bad_));
+          fmt::format("{}: no usable samples; first problem: {}", path(), *budget_.first_bad()));
     }
     return Status::InvalidInput(fmt::format("{}:{}: no samples in the file (it ends at line {})",
                                             path(), reader_->line_number(),
@@ -50,20 +45,34 @@ Status FileSource::Next(std::vector<GpuSample>* out) {
   return Status::Ok();
 }
 
-Status FileSource::Bad(const std::string& kind, std::string message) {
+Status MalformedBudget::Bad(const std::string& path, const std::string& message) {
   ++bad_;
   if (!first_bad_) first_bad_ = message;
-  warnings_.Add(kind, std::move(message));
   const double limit = std::max<double>(
       static_cast<double>(limits_.max_bad_floor),
       limits_.max_bad_fraction * static_cast<double>(std::max<int64_t>(records_, 1000)));
   if (static_cast<double>(bad_) > limit) {
     return Status::InvalidInput(
-        fmt::format("{}: too many malformed records ({} of {} so far); "
-                    "first: {}",
-                    path(), bad_, records_, *first_bad_));
+        fmt::format("{}: too many malformed {} ({} of {} so far); first: {}", path, noun_, bad_,
+                    records_, *first_bad_));
   }
   return Status::Ok();
+}
+
+Status MalformedBudget::Check(const std::string& path) const {
+  const double limit = std::max<double>(static_cast<double>(limits_.max_bad_floor),
+                                        limits_.max_bad_fraction * static_cast<double>(records_));
+  if (static_cast<double>(bad_) > limit) {
+    return Status::InvalidInput(fmt::format("{}: too many malformed {} ({} of {}); first: {}", path,
+                                            noun_, bad_, records_, *first_bad_));
+  }
+  return Status::Ok();
+}
+
+Status FileSource::Bad(const std::string& kind, std::string message) {
+  const Status over = budget_.Bad(path(), message);
+  warnings_.Add(kind, std::move(message));
+  return over;
 }
 
 bool FileSource::Admit(const GpuSample& s, int64_t line) {

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "telemetry/ingest/text.h"
-#include "telemetry/replay/line_reader.h"
+#include "telemetry/io/line_reader.h"
 #include "telemetry/source.h"
 
 namespace ww::ingest {
@@ -20,6 +20,34 @@ namespace ww::ingest {
 struct FileSourceLimits {
   double max_bad_fraction = 0.01;
   int64_t max_bad_floor = 20;
+};
+
+// The malformed-input budget every reader keeps: malformed records are documented skips up to a
+// fraction of the records read and a floor, then the file is rejected. While reading, the
+// fraction is of at least 1000 records, so a bad start does not reject a long file early; at the
+// end, of the records read. `noun` names the records in the error ("rows", "records").
+class MalformedBudget {
+ public:
+  MalformedBudget(FileSourceLimits limits, const char* noun) : limits_(limits), noun_(noun) {}
+
+  // One more record read: the denominator.
+  void CountRecord() { ++records_; }
+  // A record counted that turned out to be none (a cut-off last line).
+  void UncountRecord() { --records_; }
+  int64_t records() const { return records_; }
+  // The first malformed record's message, if any.
+  const std::optional<std::string>& first_bad() const { return first_bad_; }
+  // One malformed record; an error naming `path` once over budget.
+  Status Bad(const std::string& path, const std::string& message);
+  // At the end of the file: an error naming `path` when over budget.
+  Status Check(const std::string& path) const;
+
+ private:
+  FileSourceLimits limits_;
+  const char* noun_;
+  int64_t records_ = 0;
+  int64_t bad_ = 0;
+  std::optional<std::string> first_bad_;
 };
 
 // What a reader needs beyond the file: the sampling interval for formats without timestamps
@@ -69,7 +97,7 @@ class FileSource : public TelemetrySource {
   virtual Status ReadBatch(std::vector<GpuSample>* out, bool* at_end) = 0;
 
   // One more record read (a row, a scrape line): the denominator of the malformed budget.
-  void CountRecord() { ++records_; }
+  void CountRecord() { budget_.CountRecord(); }
   // A malformed record: a documented skip while under budget, else an error naming the file.
   Status Bad(const std::string& kind, std::string message);
   // A documented skip that does not count against the budget (other entity types, ...).
@@ -101,12 +129,9 @@ class FileSource : public TelemetrySource {
   std::unique_ptr<LineReader> reader_;
   std::vector<std::string> hosts_;
   uint16_t host_index_;
-  FileSourceLimits limits_;
-  int64_t records_ = 0;
-  int64_t bad_ = 0;
+  MalformedBudget budget_;
   int64_t emitted_ = 0;
   bool finished_ = false;
-  std::optional<std::string> first_bad_;
   // Per GPU index (a vector: Accept() runs once per sample, a map lookup there was a tenth of a
   // small-row CSV's reading time): the last accepted time, INT64_MIN before the first; whether
   // infos_ has the GPU yet.

@@ -20,7 +20,7 @@
 
 #include "core/status.h"
 #include "telemetry/ingest/file_source.h"
-#include "telemetry/replay/nvsmi_log.h"
+#include "telemetry/ingest/nvsmi_log.h"
 #include "telemetry/write/sample_writers.h"
 
 namespace ww {

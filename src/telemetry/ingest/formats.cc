@@ -5,7 +5,7 @@
 
 namespace ww::ingest {
 
-extern const Format kNvidiaSmiFormat;     // replay/nvsmi_log.cc
+extern const Format kNvidiaSmiFormat;     // nvsmi_log.cc
 extern const Format kDcgmiDmonFormat;     // dcgmi_dmon.cc
 extern const Format kDcgmExporterFormat;  // dcgm_exporter.cc
 extern const Format kWandbFormat;         // table_csv.cc

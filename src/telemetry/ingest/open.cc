@@ -9,6 +9,7 @@
 #include "core/strings.h"
 #include "core/timefmt.h"
 #include "telemetry/ingest/gpustat.h"
+#include "telemetry/ingest/merged_source.h"
 #include "telemetry/ingest/output_paths.h"
 #include "telemetry/ingest/table_csv.h"
 

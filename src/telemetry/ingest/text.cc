@@ -7,7 +7,10 @@
 
 namespace ww::ingest {
 
-Parse ParseNumber(std::string_view s, double* out) {
+namespace {
+
+// ParseNumber's rule for every value its forward pass does not read.
+Parse ParseNumberGeneral(std::string_view s, double* out) {
   const char* p = s.data();
   const char* e = p + s.size();
   while (p < e && (*p == ' ' || *p == '\t' || *p == '"')) ++p;
@@ -68,6 +71,43 @@ Parse ParseNumber(std::string_view s, double* out) {
   if (std::isnan(v)) return Parse::kMissing;
   if (!std::isfinite(v)) return Parse::kImplausible;
   *out = v;
+  return Parse::kOk;
+}
+
+bool IsUnitChar(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '%'; }
+
+}  // namespace
+
+Parse ParseNumber(std::string_view s, double* out) {
+  // What nearly every field holds (blanks, up to 15 digits with at most one '.', blanks, a unit,
+  // blanks) in one forward pass; anything else (quotes, signs, exponents, missing markers, long
+  // numbers) goes to ParseNumberGeneral, which reads these the same way.
+  const char* p = s.data();
+  const char* const e = p + s.size();
+  while (p < e && (*p == ' ' || *p == '\t')) ++p;
+  uint64_t mant = 0;
+  const char* q = p;
+  while (q < e && static_cast<unsigned>(*q - '0') < 10)
+    mant = mant * 10 + static_cast<unsigned>(*q++ - '0');
+  ptrdiff_t digits = q - p;
+  ptrdiff_t frac_digits = 0;
+  if (q < e && *q == '.') {
+    const char* const f = ++q;
+    while (q < e && static_cast<unsigned>(*q - '0') < 10)
+      mant = mant * 10 + static_cast<unsigned>(*q++ - '0');
+    frac_digits = q - f;
+    digits += frac_digits;
+  }
+  if (digits == 0 || digits > 15) return ParseNumberGeneral(s, out);
+  while (q < e && *q == ' ') ++q;
+  while (q < e && IsUnitChar(*q)) ++q;
+  while (q < e && (*q == ' ' || *q == '\t' || *q == '\r')) ++q;
+  if (q != e) return ParseNumberGeneral(s, out);
+  static constexpr double kPow10[] = {1,   1e1, 1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
+                                      1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15};
+  // mant and 10^k are exact, so the quotient is the correctly rounded value (from_chars').
+  *out = frac_digits == 0 ? static_cast<double>(mant)
+                          : static_cast<double>(mant) / kPow10[frac_digits];
   return Parse::kOk;
 }
 
@@ -178,6 +218,14 @@ std::vector<std::string> Warnings::Render() const {
 int64_t Warnings::Count(const std::string& kind) const {
   auto it = by_kind_.find(kind);
   return it == by_kind_.end() ? 0 : it->second.count;
+}
+
+std::string RepeatedHeadersNote(int64_t count, int64_t header_line,
+                                const std::vector<int64_t>& first_lines) {
+  std::string where;
+  for (int64_t l : first_lines) where += fmt::format("; line {}", l);
+  return fmt::format("skipped {} repeated header line{} (identical to line {}){}", count,
+                     count == 1 ? "" : "s", header_line, where);
 }
 
 std::string DecimalCommaHint(std::string_view line) {

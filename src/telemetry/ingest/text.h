@@ -15,8 +15,17 @@ namespace ww::ingest {
 
 enum class Parse { kOk, kMissing, kBad, kImplausible };
 
-// Parses a numeric reading: "547.12 W", "547.12", "91 %", "-5", "1e9", "[N/A]", "N/A", "-".
-// Missing markers ("", "[...]", "N/A", "-", "NaN") are kMissing, never 0.
+// Parses a numeric reading: "547.12 W", "547.12", "91 %", "-5", "+5", "1e9", with an optional
+// unit (letters or '%') after it. One rule for every reader (nvidia-smi CSV and dmon included):
+//   - blanks (spaces, tabs, a CR) and double quotes around the value are not part of it: a cell
+//     quoted by a spreadsheet or a CSV library, `"547.12 W"`, reads as 547.12;
+//   - missing markers are kMissing, never 0: "", anything starting with '[' ("[N/A]",
+//     "[Not Supported]", "[GPU is lost]"), "N/A", "-", and "NaN" / "nan" (what pandas and numpy
+//     write for a reading they do not have);
+//   - a number beyond double's range is kImplausible; anything else ("inf", "NAN", "12abc3") is
+//     kBad.
+// Plain digits with a unit (nearly every field of every row) are read in one forward pass,
+// exact up to 15 digits.
 Parse ParseNumber(std::string_view s, double* out);
 
 // Text from a log (GPU names, uuids, values quoted in warnings) ends up in the JSON report, which
@@ -39,6 +48,11 @@ std::string EscapeForTerminal(std::string_view text, size_t max_chars = 500);
 // between two digits, as a decimal-comma locale (de_DE, fr_FR) writes numbers, which shifts every
 // column after it; "" otherwise. nvidia-smi separates fields with ", ", never a bare comma.
 std::string DecimalCommaHint(std::string_view line);
+
+// "skipped N repeated header line(s) (identical to line H); line a; line b": the note of a reader
+// that skips the header a shell loop prints before every sample. `first_lines`: the first three.
+std::string RepeatedHeadersNote(int64_t count, int64_t header_line,
+                                const std::vector<int64_t>& first_lines);
 
 // Warnings grouped by kind: a count and the first three messages, rendered as
 // "KIND (N times); example; example".

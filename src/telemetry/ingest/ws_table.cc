@@ -346,11 +346,7 @@ class WsTableSource final : public TelemetrySource {
   std::vector<std::string> warnings() const override {
     auto lines = warnings_.Render();
     if (repeated_headers_ > 0) {
-      std::string where;
-      for (int64_t l : repeated_lines_) where += fmt::format("; line {}", l);
-      lines.push_back(fmt::format("skipped {} repeated header line{} (identical to line {}){}",
-                                  repeated_headers_, repeated_headers_ == 1 ? "" : "s",
-                                  header_line_, where));
+      lines.push_back(RepeatedHeadersNote(repeated_headers_, header_line_, repeated_lines_));
     }
     for (auto& l : lines) l = ValidUtf8(fmt::format("{}: {}", path(), l));
     return lines;

@@ -5,7 +5,7 @@
 
 #include <cmath>
 
-#include "telemetry/replay/nvsmi_writer.h"
+#include "telemetry/write/nvsmi_writer.h"
 #include "telemetry/write/sample_writers.h"
 #include "telemetry/write/writer_support.h"
 

@@ -14,7 +14,7 @@
 #include <sstream>
 
 #include "support/support.h"
-#include "telemetry/replay/nvsmi_log.h"
+#include "telemetry/ingest/nvsmi_log.h"
 
 namespace ww::record {
 namespace {

@@ -1,4 +1,4 @@
-#include "telemetry/replay/line_reader.h"
+#include "telemetry/io/line_reader.h"
 
 #include <fcntl.h>
 #include <fmt/format.h>

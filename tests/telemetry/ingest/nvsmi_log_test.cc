@@ -1,8 +1,8 @@
-// The nvidia-smi log reader (src/telemetry/replay/nvsmi_log.h) on small logs written here, one
+// The nvidia-smi log reader (src/telemetry/ingest/nvsmi_log.h) on small logs written here, one
 // property each: the formats people actually have (csv with/without units and header, any column
 // subset and order, dmon), the documented skips (a field that failed is absent, never 0; cut-off
 // last lines, time going back, implausible values) and the errors (file, line and column named).
-#include "telemetry/replay/nvsmi_log.h"
+#include "telemetry/ingest/nvsmi_log.h"
 
 #include <fmt/format.h>
 #include <gmock/gmock.h>
@@ -13,8 +13,9 @@
 #include <nlohmann/json.hpp>
 #include <regex>
 
-#include "telemetry/replay/nvsmi_writer.h"
+#include "telemetry/ingest/merged_source.h"
 #include "telemetry/test_files.h"
+#include "telemetry/write/nvsmi_writer.h"
 
 namespace ww::testing {
 namespace {
@@ -80,7 +81,9 @@ TEST(NvsmiLogTest, NumberFormsReadTheSameOnEveryPath) {
       {" 91 %\t", 91},
       {" 70 W\r", 70},
       {" 1e2 W", 100},
-      {" +7 W", std::nullopt},                      // from_chars takes no plus sign
+      {" +7 W", 7},               // a plus sign: the rule of every reader
+      {" \"547.12 W\"", 547.12},  // a quoted cell, as in every reader
+      {" NaN", std::nullopt},
       {" 4999.99999999999 W", 4999.99999999999},    // 15 digits: the fast path
       {" 4999.999999999999 W", 4999.999999999999},  // 16: from_chars
       {" 0.000000000000001 W", 1e-15},
@@ -107,6 +110,22 @@ TEST(NvsmiLogTest, NumberFormsReadTheSameOnEveryPath) {
       EXPECT_FALSE(r.samples[0].power_w.has_value());
     }
   }
+}
+
+TEST(NvsmiLogTest, NaNIsNotAvailableAsInEveryReader) {
+  // One rule for every reader (ingest::ParseNumber): "NaN" is a reading the logger did not have,
+  // left absent and counted as not available, not a malformed row.
+  TempDir dir;
+  std::string log = "timestamp, index, power.draw [W], utilization.gpu [%]\n";
+  for (int t = 0; t < 3; ++t)
+    log += fmt::format("{}, 0, {}, 50 %\n", Ts(t * 100), t == 1 ? "NaN" : "70 W");
+  ReadAll r = ReadReplay({dir.Write("node0.csv", log)});
+  ASSERT_TRUE(r.status.ok()) << r.status.message();
+  ASSERT_EQ(r.samples.size(), 3u);
+  EXPECT_THAT(r.samples[0].power_w, Optional(70.0));
+  EXPECT_FALSE(r.samples[1].power_w.has_value());
+  EXPECT_THAT(r.AllWarnings(), HasSubstr("power.draw [W]: not available"));
+  EXPECT_THAT(r.AllWarnings(), ::testing::Not(HasSubstr("malformed")));
 }
 
 TEST(NvsmiLogTest, NoUnits) {

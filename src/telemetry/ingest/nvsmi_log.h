@@ -10,12 +10,14 @@
 //   - without an index column, a tick whose row count differs from the GPUs found at the start
 //     (a GPU's rows missing): ticks are re-split by time and such ticks skipped, with a warning;
 //   - a GPU reading `[GPU is lost]` gets GpuSample::gpu_lost (and a warning), not absent fields;
-//   - a value that is "[N/A]", "[Not Supported]", "[Unknown Error]", "[GPU is lost]", "-", ...
-//     (the field is absent for that sample);
+//   - a value that is "[N/A]", "[Not Supported]", "[Unknown Error]", "-", "NaN", ... (the field is
+//     absent for that sample; the one rule of every reader: ingest::ParseNumber in text.h);
 //   - a value that is not a number or is physically implausible (power above 5 kW, utilization
 //     above 100 %, ...): the field is absent and a warning names file, line and column.
 // Errors (exit 2 at the CLI): unreadable file, no recognizable header, no timestamp column without
 // --interval-ms, binary data, or more than 1 % of rows (and over 20) malformed.
+// The reader is split by stage: nvsmi_columns.h (column names), nvsmi_source.h (the source, with
+// nvsmi_rows.cc and nvsmi_ticks.cc). Several files are merged by merged_source.h.
 // Ownership: the source owns its file. Thread-safety: one thread at a time.
 #pragma once
 
@@ -55,14 +57,7 @@ Result<std::unique_ptr<TelemetrySource>> OpenNvsmiLog(const std::string& path,
                                                       uint16_t host_index,
                                                       const ReplayOptions& options = {});
 
-// Merges several single-host sources (one host each, host index = position) into one stream
-// ordered by tick time.
-std::unique_ptr<TelemetrySource> MergeSources(std::vector<std::unique_ptr<TelemetrySource>> parts);
-
 // An nvidia-smi --query-gpu CSV header: it names one of nvidia-smi's fields (power.draw, ...).
 bool LooksLikeNvsmiCsvHeader(std::string_view line);
-
-// Host name for a log path: the file name without directory and extension.
-std::string HostNameFromPath(const std::string& path);
 
 }  // namespace ww

@@ -1,4 +1,4 @@
-#include "telemetry/replay/nvsmi_writer.h"
+#include "telemetry/write/nvsmi_writer.h"
 
 #include <fmt/format.h>
 

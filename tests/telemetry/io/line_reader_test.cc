@@ -2,7 +2,7 @@
 // crashed writer is dropped like a cut-off last line and reported; NULs followed by more text are
 // not; UTF-16 text is refused with the command that converts it; the same file twice and host
 // names of same-named files from different folders; output paths that would destroy an input.
-#include "telemetry/replay/line_reader.h"
+#include "telemetry/io/line_reader.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -14,7 +14,7 @@
 #include "telemetry/ingest/open.h"
 #include "telemetry/ingest/output_paths.h"
 #include "telemetry/ingest/text.h"
-#include "telemetry/replay/nvsmi_writer.h"
+#include "telemetry/write/nvsmi_writer.h"
 
 namespace ww::line_reader_hardening {
 
