@@ -81,15 +81,11 @@ class DcgmiDmonSource final : public FileSource {
 
   Status Init() {
     std::string_view line;
-    bool complete;
-    for (;;) {
-      auto r = reader().Next(&line, &complete);
-      if (!r.ok()) return r.status();
-      if (!*r) {
-        return Status::InvalidInput(fmt::format(
-            "{}:{}: no `# Entity ...` header of a dcgmi dmon log", path(), reader().line_number()));
-      }
-      if (IsDcgmiDmonHeader(line)) break;
+    auto found = NextLineWhere(reader(), &line, IsDcgmiDmonHeader);
+    if (!found.ok()) return found.status();
+    if (!*found) {
+      return Status::InvalidInput(fmt::format("{}:{}: no `# Entity ...` header of a dcgmi dmon log",
+                                              path(), reader().line_number()));
     }
     header_line_ = reader().line_number();
     SetHeader(line);
@@ -309,12 +305,8 @@ bool IsDcgmiDmonHeader(std::string_view line) {
 
 Result<OpenedFile> OpenDcgmiDmon(std::unique_ptr<LineReader> reader, const std::string& host,
                                  uint16_t host_index, const ReaderOptions& options) {
-  auto src = std::make_unique<DcgmiDmonSource>(std::move(reader), host, host_index, options);
-  WW_RETURN_IF_ERROR(src->Init());
-  OpenedFile f;
-  f.file = src.get();
-  f.source = std::move(src);
-  return f;
+  return InitAndOpen(
+      std::make_unique<DcgmiDmonSource>(std::move(reader), host, host_index, options));
 }
 
 // --format dcgmi-dmon: recognized by its header (`#Entity ...`).

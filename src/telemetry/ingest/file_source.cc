@@ -13,7 +13,7 @@ FileSource::FileSource(std::unique_ptr<LineReader> reader, const std::string& ho
     : reader_(std::move(reader)),
       hosts_{ValidUtf8(host)},
       host_index_(host_index),
-      limits_(limits) {}
+      budget_(limits, "records") {}
 
 Status FileSource::Next(std::vector<GpuSample>* out) {
   if (finished_) return Status::Ok();
@@ -32,36 +32,39 @@ Status FileSource::Next(std::vector<GpuSample>* out) {
   if (!reader_->truncated_note().empty()) {
     Skip("truncated compressed stream", reader_->truncated_note());
   }
-  const double limit = std::max<double>(static_cast<double>(limits_.max_bad_floor),
-                                        limits_.max_bad_fraction * static_cast<double>(records_));
-  if (static_cast<double>(bad_) > limit) {
-    return Status::InvalidInput(fmt::format("{}: too many malformed records ({} of {}); first: {}",
-                                            path(), bad_, records_, *first_bad_));
-  }
-  if (emitted_ == 0) {
-    if (first_bad_) {
-      return Status::InvalidInput(
-          fmt::format("{}: no usable samples; first problem: {}", path(), *first_bad_));
-    }
-    return Status::InvalidInput(fmt::format("{}:{}: no samples in the file (it ends at line {})",
-                                            path(), reader_->line_number(),
-                                            reader_->line_number()));
-  }
-  return Status::Ok();
+  return budget_.Finish(path(), emitted_, reader_->line_number());
 }
 
-Status FileSource::Bad(const std::string& kind, std::string message) {
+Status MalformedBudget::Bad(const std::string& path, Warnings* warnings, const std::string& kind,
+                            std::string message) {
   ++bad_;
   if (!first_bad_) first_bad_ = message;
-  warnings_.Add(kind, std::move(message));
+  warnings->Add(kind, std::move(message));
   const double limit = std::max<double>(
       static_cast<double>(limits_.max_bad_floor),
       limits_.max_bad_fraction * static_cast<double>(std::max<int64_t>(records_, 1000)));
   if (static_cast<double>(bad_) > limit) {
     return Status::InvalidInput(
-        fmt::format("{}: too many malformed records ({} of {} so far); "
-                    "first: {}",
-                    path(), bad_, records_, *first_bad_));
+        fmt::format("{}: too many malformed {} ({} of {} so far); first: {}", path, noun_, bad_,
+                    records_, *first_bad_));
+  }
+  return Status::Ok();
+}
+
+Status MalformedBudget::Finish(const std::string& path, int64_t emitted, int64_t lines) const {
+  const double limit = std::max<double>(static_cast<double>(limits_.max_bad_floor),
+                                        limits_.max_bad_fraction * static_cast<double>(records_));
+  if (static_cast<double>(bad_) > limit) {
+    return Status::InvalidInput(fmt::format("{}: too many malformed {} ({} of {}); first: {}", path,
+                                            noun_, bad_, records_, *first_bad_));
+  }
+  if (emitted == 0) {
+    if (first_bad_) {
+      return Status::InvalidInput(
+          fmt::format("{}: no usable samples; first problem: {}", path, *first_bad_));
+    }
+    return Status::InvalidInput(
+        fmt::format("{}:{}: no samples in the file (it ends at line {})", path, lines, lines));
   }
   return Status::Ok();
 }
@@ -161,6 +164,20 @@ std::vector<GpuLabels> FileSource::gpu_labels() const {
 }
 
 std::string OpenedFile::Describe() const { return file ? file->Describe() : description; }
+
+OpenedFile OpenedFileOf(std::unique_ptr<FileSource> source) {
+  OpenedFile f;
+  f.file = source.get();
+  f.source = std::move(source);
+  return f;
+}
+
+OpenedFile OpenedFileOf(std::unique_ptr<TelemetrySource> source, std::string description) {
+  OpenedFile f;
+  f.source = std::move(source);
+  f.description = std::move(description);
+  return f;
+}
 
 std::string FileSource::Where(int64_t line) const { return fmt::format("{}:{}", path(), line); }
 

@@ -9,8 +9,10 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "core/status.h"
 #include "telemetry/ingest/text.h"
 #include "telemetry/replay/line_reader.h"
 #include "telemetry/source.h"
@@ -47,6 +49,44 @@ struct OpenedFile {
   std::string Describe() const;      // the best description now
 };
 
+// The malformed-input budget of one file: a malformed record is a documented skip while under
+// budget (a fraction of the records read, and a floor), else an error naming the file; at the
+// end, a file over budget or without a usable sample is an error. FileSource keeps one; a reader
+// of several hosts (ws_table.cc) keeps its own. `noun` names the records in messages ("records",
+// "rows").
+class MalformedBudget {
+ public:
+  MalformedBudget(FileSourceLimits limits, const char* noun) : limits_(limits), noun_(noun) {}
+
+  // One more record read (a row, a scrape line): the denominator of the budget.
+  void CountRecord() { ++records_; }
+  // A malformed record, warned as `kind` in *warnings; an error once over budget.
+  Status Bad(const std::string& path, Warnings* warnings, const std::string& kind,
+             std::string message);
+  // The end-of-file checks, once `emitted` samples were read from a file of `lines` lines.
+  Status Finish(const std::string& path, int64_t emitted, int64_t lines) const;
+
+ private:
+  FileSourceLimits limits_;
+  const char* noun_;
+  int64_t records_ = 0;
+  int64_t bad_ = 0;
+  std::optional<std::string> first_bad_;
+};
+
+// Reads lines until one that `wanted(line)` accepts: true with *line that line, false at the end
+// of the file.
+template <class Wanted>
+Result<bool> NextLineWhere(LineReader& reader, std::string_view* line, Wanted wanted) {
+  bool complete;
+  for (;;) {
+    auto r = reader.Next(line, &complete);
+    if (!r.ok()) return r.status();
+    if (!*r) return false;
+    if (wanted(*line)) return true;
+  }
+}
+
 class FileSource : public TelemetrySource {
  public:
   FileSource(std::unique_ptr<LineReader> reader, const std::string& host, uint16_t host_index,
@@ -69,9 +109,11 @@ class FileSource : public TelemetrySource {
   virtual Status ReadBatch(std::vector<GpuSample>* out, bool* at_end) = 0;
 
   // One more record read (a row, a scrape line): the denominator of the malformed budget.
-  void CountRecord() { ++records_; }
+  void CountRecord() { budget_.CountRecord(); }
   // A malformed record: a documented skip while under budget, else an error naming the file.
-  Status Bad(const std::string& kind, std::string message);
+  Status Bad(const std::string& kind, std::string message) {
+    return budget_.Bad(path(), &warnings_, kind, std::move(message));
+  }
   // A documented skip that does not count against the budget (other entity types, ...).
   void Skip(const std::string& kind, std::string message) {
     warnings_.Add(kind, std::move(message));
@@ -101,12 +143,9 @@ class FileSource : public TelemetrySource {
   std::unique_ptr<LineReader> reader_;
   std::vector<std::string> hosts_;
   uint16_t host_index_;
-  FileSourceLimits limits_;
-  int64_t records_ = 0;
-  int64_t bad_ = 0;
+  MalformedBudget budget_;
   int64_t emitted_ = 0;
   bool finished_ = false;
-  std::optional<std::string> first_bad_;
   // Per GPU index (a vector: Accept() runs once per sample, a map lookup there was a tenth of a
   // small-row CSV's reading time): the last accepted time, INT64_MIN before the first; whether
   // infos_ has the GPU yet.
@@ -117,5 +156,16 @@ class FileSource : public TelemetrySource {
   std::map<uint16_t, GpuInfo> infos_;
   std::map<uint16_t, std::map<std::string, std::string>> labels_;
 };
+
+// The OpenedFile of a FileSource, which describes itself once read.
+OpenedFile OpenedFileOf(std::unique_ptr<FileSource> source);
+// The OpenedFile of a source described once, at open.
+OpenedFile OpenedFileOf(std::unique_ptr<TelemetrySource> source, std::string description);
+// Init() (the header read: an error names the file and line), then OpenedFileOf().
+template <class Source>
+Result<OpenedFile> InitAndOpen(std::unique_ptr<Source> source) {
+  WW_RETURN_IF_ERROR(source->Init());
+  return OpenedFileOf(std::unique_ptr<FileSource>(std::move(source)));
+}
 
 }  // namespace ww::ingest

@@ -393,11 +393,8 @@ bool IsDateLine(std::string_view line) {
 
 Result<OpenedFile> OpenGpustat(std::unique_ptr<LineReader> reader, const std::string& host,
                                uint16_t host_index, const ReaderOptions& options) {
-  auto src = std::make_unique<GpustatSource>(std::move(reader), host, host_index, options);
-  OpenedFile f;
-  f.file = src.get();
-  f.source = std::move(src);
-  return f;
+  return OpenedFileOf(
+      std::make_unique<GpustatSource>(std::move(reader), host, host_index, options));
 }
 
 // --format gpustat: recognized by a GPU line (`[0] NVIDIA H100 ...`, maybe coloured) anywhere in

@@ -297,11 +297,8 @@ std::optional<int64_t> ParseSmiDateLine(std::string_view line) {
 
 Result<OpenedFile> OpenSmiTable(std::unique_ptr<LineReader> reader, const std::string& host,
                                 uint16_t host_index, const ReaderOptions& options) {
-  auto src = std::make_unique<SmiTableSource>(std::move(reader), host, host_index, options);
-  OpenedFile f;
-  f.file = src.get();
-  f.source = std::move(src);
-  return f;
+  return OpenedFileOf(
+      std::make_unique<SmiTableSource>(std::move(reader), host, host_index, options));
 }
 
 // --format smi-table: recognized by the table's banner anywhere in the first lines (a Slurm .out
