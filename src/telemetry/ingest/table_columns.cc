@@ -321,7 +321,6 @@ Role Classify(std::string_view raw_name, bool wandb) {
   return r;
 }
 
-
 PlausibleRange RangeFor(F f) {
   switch (f) {
     case F::kPower:

@@ -1,0 +1,42 @@
+// The Prometheus text line parser (prom_text.h): escapes, timestamps, special values.
+#include "telemetry/ingest/prom_text.h"
+
+#include <fmt/format.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "core/timefmt.h"
+#include "support/support.h"
+#include "telemetry/ingest/read_support.h"
+
+namespace ww {
+namespace {
+
+using ::testing::HasSubstr;
+using namespace ww::ingest;  // NOLINT: the readers under test
+using ww::testing::SharedDir;
+using ww::testing::TempDir;
+using ww::testing::WriteFile;
+
+TEST(PromText, ParsesEscapesTimestampsAndSpecialValues) {
+  PromSample s;
+  std::string err;
+  ASSERT_TRUE(ParsePromLine("x{a=\"b\\\"c\",d=\"}\"} -Inf 123", &s, &err)) << err;
+  EXPECT_EQ(s.name, "x");
+  EXPECT_TRUE(std::isinf(s.value));
+  EXPECT_EQ(*s.timestamp_ms, 123);
+  std::vector<PromLabel> labels;
+  std::deque<std::string> scratch;
+  ASSERT_TRUE(ParsePromLabels(s.label_block, &labels, &scratch, &err)) << err;
+  ASSERT_EQ(labels.size(), 2u);
+  EXPECT_EQ(labels[0].value, "b\"c");
+  EXPECT_EQ(labels[1].value, "}");
+  EXPECT_FALSE(ParsePromLine("x{a=\"b} 1", &s, &err));
+  EXPECT_FALSE(ParsePromLine("x 1 notatime", &s, &err));
+  EXPECT_FALSE(ParsePromLine("x", &s, &err));
+}
+
+}  // namespace
+}  // namespace ww
