@@ -2,29 +2,12 @@
 // exporter's own timestamps and labels, documented skips.
 #include "telemetry/ingest/dcgm_exporter.h"
 
-#include <fmt/format.h>
-#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include <cmath>
-
-#include "core/timefmt.h"
-#include "support/support.h"
 #include "telemetry/ingest/read_support.h"
 
-namespace ww {
+namespace ww::ingest_tests {
 namespace {
-
-using ::testing::HasSubstr;
-using namespace ww::ingest;  // NOLINT: the readers under test
-using ww::ingest_tests::Drained;
-using ww::ingest_tests::Read;
-using ww::ingest_tests::ReadOne;
-using ww::ingest_tests::Scrape;
-using ww::ingest_tests::Series;
-using ww::testing::SharedDir;
-using ww::testing::TempDir;
-using ww::testing::WriteFile;
 
 // ---------------------------------------------------------------- dcgm-exporter
 
@@ -82,4 +65,4 @@ TEST(DcgmExporter, MigInstancesOtherHostsAndMissingLabelsAreDocumentedSkips) {
 }
 
 }  // namespace
-}  // namespace ww
+}  // namespace ww::ingest_tests

@@ -1,27 +1,12 @@
 // The dcgmi dmon reader (dcgmi_dmon.h): ticks, entities, N/A, GRACT, epoch times, skips.
 #include "telemetry/ingest/dcgmi_dmon.h"
 
-#include <fmt/format.h>
-#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include <cmath>
-
-#include "core/timefmt.h"
-#include "support/support.h"
 #include "telemetry/ingest/read_support.h"
 
-namespace ww {
+namespace ww::ingest_tests {
 namespace {
-
-using ::testing::HasSubstr;
-using namespace ww::ingest;  // NOLINT: the readers under test
-using ww::ingest_tests::Drained;
-using ww::ingest_tests::Read;
-using ww::ingest_tests::ReadOne;
-using ww::testing::SharedDir;
-using ww::testing::TempDir;
-using ww::testing::WriteFile;
 
 // ---------------------------------------------------------------- dcgmi dmon
 
@@ -91,4 +76,4 @@ TEST(DcgmiDmon, WrongFieldCountAndBadValuesAreDocumentedSkips) {
 }
 
 }  // namespace
-}  // namespace ww
+}  // namespace ww::ingest_tests

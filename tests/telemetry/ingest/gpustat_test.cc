@@ -2,24 +2,13 @@
 #include "telemetry/ingest/gpustat.h"
 
 #include <fmt/format.h>
-#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include <cmath>
-
 #include "core/timefmt.h"
-#include "support/support.h"
 #include "telemetry/ingest/read_support.h"
 
-namespace ww::layouts {
+namespace ww::ingest_tests {
 namespace {
-
-using ::testing::HasSubstr;
-using ww::ingest_tests::Drained;
-using ww::ingest_tests::Format;
-using ww::ingest_tests::Read;
-using ww::testing::TempDir;
-using ww::testing::WriteFile;
 
 // ---------------------------------------------------------------- gpustat
 
@@ -134,4 +123,4 @@ TEST(Layouts, GpustatMalformedAndTruncated) {
 }
 
 }  // namespace
-}  // namespace ww::layouts
+}  // namespace ww::ingest_tests

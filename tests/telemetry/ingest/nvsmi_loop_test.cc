@@ -1,24 +1,12 @@
 // nvidia-smi CSV written by a shell loop (the header before every sample, GPUs by bus id, date
 // lines between samples) and a header that changes (issue 30).
 #include <fmt/format.h>
-#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include <cmath>
-
-#include "core/timefmt.h"
-#include "support/support.h"
 #include "telemetry/ingest/read_support.h"
 
-namespace ww::layouts {
+namespace ww::ingest_tests {
 namespace {
-
-using ::testing::HasSubstr;
-using ww::ingest_tests::Drained;
-using ww::ingest_tests::Format;
-using ww::ingest_tests::Read;
-using ww::testing::TempDir;
-using ww::testing::WriteFile;
 
 // ---------------------------------------------------------------- repeated headers
 
@@ -89,4 +77,4 @@ TEST(Layouts, NvsmiHeaderThatChangesIsAnErrorNamingTheLine) {
 }
 
 }  // namespace
-}  // namespace ww::layouts
+}  // namespace ww::ingest_tests

@@ -3,30 +3,12 @@
 #include "telemetry/ingest/open.h"
 
 #include <fmt/format.h>
-#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include <cmath>
-
-#include "core/timefmt.h"
-#include "support/support.h"
 #include "telemetry/ingest/read_support.h"
 
-namespace ww {
+namespace ww::ingest_tests {
 namespace {
-
-using ::testing::HasSubstr;
-using namespace ww::ingest;  // NOLINT: the readers under test
-using ww::ingest_tests::Drained;
-using ww::ingest_tests::Gzip;
-using ww::ingest_tests::Read;
-using ww::ingest_tests::ReadOne;
-using ww::ingest_tests::Scrape;
-using ww::ingest_tests::Series;
-using ww::ingest_tests::Zstd;
-using ww::testing::SharedDir;
-using ww::testing::TempDir;
-using ww::testing::WriteFile;
 
 // ---------------------------------------------------------------- detection, compression
 
@@ -94,18 +76,6 @@ TEST(Detect, MergesFormatsAsHostsOfOneJob) {
   EXPECT_EQ(d.samples[1].key.host, 1);  // merged in time order
 }
 
-}  // namespace
-}  // namespace ww
-
-namespace ww::layouts {
-namespace {
-
-using ::testing::HasSubstr;
-using ww::ingest_tests::Drained;
-using ww::ingest_tests::Read;
-using ww::testing::TempDir;
-using ww::testing::WriteFile;
-
 TEST(Layouts, NotRecognizedMessageListsTheNewLayouts) {
   TempDir dir;
   WriteFile(dir / "x.txt", "hello world\nfoo bar\n");
@@ -119,4 +89,4 @@ TEST(Layouts, NotRecognizedMessageListsTheNewLayouts) {
 }
 
 }  // namespace
-}  // namespace ww::layouts
+}  // namespace ww::ingest_tests

@@ -1,24 +1,12 @@
 // The Prometheus text line parser (prom_text.h): escapes, timestamps, special values.
 #include "telemetry/ingest/prom_text.h"
 
-#include <fmt/format.h>
-#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include <cmath>
-
-#include "core/timefmt.h"
-#include "support/support.h"
 #include "telemetry/ingest/read_support.h"
 
-namespace ww {
+namespace ww::ingest_tests {
 namespace {
-
-using ::testing::HasSubstr;
-using namespace ww::ingest;  // NOLINT: the readers under test
-using ww::testing::SharedDir;
-using ww::testing::TempDir;
-using ww::testing::WriteFile;
 
 TEST(PromText, ParsesEscapesTimestampsAndSpecialValues) {
   PromSample s;
@@ -39,4 +27,4 @@ TEST(PromText, ParsesEscapesTimestampsAndSpecialValues) {
 }
 
 }  // namespace
-}  // namespace ww
+}  // namespace ww::ingest_tests

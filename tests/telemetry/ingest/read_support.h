@@ -1,10 +1,11 @@
 // What the reader tests of tests/telemetry/ingest/ share: opening files as `triage` does and
 // draining the source into one value to assert on, compressing a text, and dcgm-exporter scrapes
-// written the way the exporter prints them.
+// written the way the exporter prints them. Tests include it and sit in namespace ww::ingest_tests.
 // Ownership: values only. Thread-safety: test thread only.
 #pragma once
 
 #include <fmt/format.h>
+#include <gmock/gmock.h>
 #include <zlib.h>
 #include <zstd.h>
 
@@ -16,6 +17,13 @@
 #include "telemetry/ingest/open.h"
 
 namespace ww::ingest_tests {
+
+// The names every reader test uses.
+using ::testing::HasSubstr;
+using ww::testing::SharedDir;
+using ww::testing::TempDir;
+using ww::testing::WriteFile;
+using namespace ww::ingest;  // NOLINT: the readers under test
 
 inline const std::string kFormats = ww::testing::SharedDir() + "/traces/formats/";
 

@@ -1,30 +1,12 @@
 // The real format samples in ../shared/traces/formats read with values checked by hand against the
 // files (issue 13), plain and compressed; a workload's stdout refused with one clear message.
-#include <fmt/format.h>
-#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include <cmath>
-
-#include "core/timefmt.h"
-#include "support/support.h"
 #include "telemetry/ingest/open.h"
 #include "telemetry/ingest/read_support.h"
 
-namespace ww {
+namespace ww::ingest_tests {
 namespace {
-
-using ::testing::HasSubstr;
-using namespace ww::ingest;  // NOLINT: the readers under test
-using ww::ingest_tests::Drained;
-using ww::ingest_tests::Gzip;
-using ww::ingest_tests::kFormats;
-using ww::ingest_tests::Read;
-using ww::ingest_tests::ReadOne;
-using ww::ingest_tests::Zstd;
-using ww::testing::SharedDir;
-using ww::testing::TempDir;
-using ww::testing::WriteFile;
 
 // ---------------------------------------------------------------- real files
 
@@ -162,4 +144,4 @@ TEST(RealFormats, CompressedRealFilesReadTheSame) {
 }
 
 }  // namespace
-}  // namespace ww
+}  // namespace ww::ingest_tests

@@ -2,27 +2,13 @@
 // in a Slurm .out between training lines, with and without date lines.
 #include "telemetry/ingest/smi_table.h"
 
-#include <fmt/format.h>
-#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include <cmath>
-
 #include "core/timefmt.h"
-#include "support/support.h"
 #include "telemetry/ingest/read_support.h"
 
-namespace ww {
+namespace ww::ingest_tests {
 namespace {
-
-using ::testing::HasSubstr;
-using namespace ww::ingest;  // NOLINT: the readers under test
-using ww::ingest_tests::Drained;
-using ww::ingest_tests::Read;
-using ww::ingest_tests::ReadOne;
-using ww::testing::SharedDir;
-using ww::testing::TempDir;
-using ww::testing::WriteFile;
 
 // ---------------------------------------------------------------- nvidia-smi tables
 
@@ -135,4 +121,4 @@ TEST(SmiTable, DateLine) {
 }
 
 }  // namespace
-}  // namespace ww
+}  // namespace ww::ingest_tests

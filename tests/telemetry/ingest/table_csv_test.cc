@@ -4,26 +4,13 @@
 #include "telemetry/ingest/table_csv.h"
 
 #include <fmt/format.h>
-#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include <cmath>
-
 #include "core/timefmt.h"
-#include "support/support.h"
 #include "telemetry/ingest/read_support.h"
 
-namespace ww {
+namespace ww::ingest_tests {
 namespace {
-
-using ::testing::HasSubstr;
-using namespace ww::ingest;  // NOLINT: the readers under test
-using ww::ingest_tests::Drained;
-using ww::ingest_tests::Read;
-using ww::ingest_tests::ReadOne;
-using ww::testing::SharedDir;
-using ww::testing::TempDir;
-using ww::testing::WriteFile;
 
 // ---------------------------------------------------------------- custom CSV
 
@@ -126,19 +113,6 @@ TEST(CustomCsv, DuplicateAndOutOfOrderTimesAreSkipped) {
   EXPECT_THAT(d.warnings, HasSubstr("duplicate timestamp skipped (1 time)"));
   EXPECT_THAT(d.warnings, HasSubstr("out-of-order timestamp skipped (1 time)"));
 }
-
-}  // namespace
-}  // namespace ww
-
-namespace ww::layouts {
-namespace {
-
-using ::testing::HasSubstr;
-using ww::ingest_tests::Drained;
-using ww::ingest_tests::Format;
-using ww::ingest_tests::Read;
-using ww::testing::TempDir;
-using ww::testing::WriteFile;
 
 TEST(Layouts, CustomCsvRepeatedHeaderSkippedChangedHeaderIsError) {
   TempDir dir;
@@ -252,4 +226,4 @@ TEST(Layouts, WidePandasIndexReadBackAndIntegerGpuColumns) {
 }
 
 }  // namespace
-}  // namespace ww::layouts
+}  // namespace ww::ingest_tests

@@ -1,27 +1,12 @@
 // The wandb format (wandb.cc, read by table_csv.cc): the CSV export with percentages, JSON lines,
 // W&B per-GPU column names in a plain CSV.
-#include <fmt/format.h>
-#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include <cmath>
-
-#include "core/timefmt.h"
-#include "support/support.h"
 #include "telemetry/ingest/read_support.h"
 #include "telemetry/ingest/table_csv.h"
 
-namespace ww {
+namespace ww::ingest_tests {
 namespace {
-
-using ::testing::HasSubstr;
-using namespace ww::ingest;  // NOLINT: the readers under test
-using ww::ingest_tests::Drained;
-using ww::ingest_tests::Read;
-using ww::ingest_tests::ReadOne;
-using ww::testing::SharedDir;
-using ww::testing::TempDir;
-using ww::testing::WriteFile;
 
 // ---------------------------------------------------------------- W&B
 
@@ -69,19 +54,6 @@ TEST(Wandb, JsonLinesWithRuntimeOnlyAndNestedValues) {
   EXPECT_THAT(d.warnings, HasSubstr("truncated last line skipped"));
 }
 
-}  // namespace
-}  // namespace ww
-
-namespace ww::layouts {
-namespace {
-
-using ::testing::HasSubstr;
-using ww::ingest_tests::Drained;
-using ww::ingest_tests::Format;
-using ww::ingest_tests::Read;
-using ww::testing::TempDir;
-using ww::testing::WriteFile;
-
 TEST(Layouts, WandbPerGpuColumnsWithAPlainTimestampNeedNoFlag) {
   TempDir dir;
   WriteFile(dir / "sys.csv",
@@ -95,4 +67,4 @@ TEST(Layouts, WandbPerGpuColumnsWithAPlainTimestampNeedNoFlag) {
 }
 
 }  // namespace
-}  // namespace ww::layouts
+}  // namespace ww::ingest_tests
