@@ -303,12 +303,6 @@ bool IsDcgmiDmonHeader(std::string_view line) {
   return t.size() >= 6 && AsciiLower(t.substr(0, 6)) == "entity";
 }
 
-Result<OpenedFile> OpenDcgmiDmon(std::unique_ptr<LineReader> reader, const std::string& host,
-                                 uint16_t host_index, const ReaderOptions& options) {
-  return InitAndOpen(
-      std::make_unique<DcgmiDmonSource>(std::move(reader), host, host_index, options));
-}
-
 // --format dcgmi-dmon: recognized by its header (`#Entity ...`).
 namespace {
 constexpr DetectRule kDcgmiDmonDetect[] = {
@@ -319,6 +313,6 @@ constexpr DetectRule kDcgmiDmonDetect[] = {
 
 extern const Format kDcgmiDmonFormat;
 const Format kDcgmiDmonFormat{"dcgmi-dmon", "dcgmi dmon text", kDcgmiDmonDetect,
-                              OpenLines<OpenDcgmiDmon>};
+                              OpenLines<OpenFileSource<DcgmiDmonSource>>};
 
 }  // namespace ww::ingest

@@ -167,5 +167,14 @@ Result<OpenedFile> InitAndOpen(std::unique_ptr<Source> source) {
   WW_RETURN_IF_ERROR(source->Init());
   return OpenedFileOf(std::unique_ptr<FileSource>(std::move(source)));
 }
+// Opens a FileSource built as `Source(lines, host, host_index, options)`, through its Init() when
+// it has one: the open function of a reader's format row (`OpenLines<OpenFileSource<Source>>`).
+template <class Source>
+Result<OpenedFile> OpenFileSource(std::unique_ptr<LineReader> lines, const std::string& host,
+                                  uint16_t host_index, const ReaderOptions& options) {
+  auto source = std::make_unique<Source>(std::move(lines), host, host_index, options);
+  if constexpr (requires { source->Init(); }) return InitAndOpen(std::move(source));
+  return OpenedFileOf(std::unique_ptr<FileSource>(std::move(source)));
+}
 
 }  // namespace ww::ingest

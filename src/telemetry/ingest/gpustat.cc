@@ -391,12 +391,6 @@ bool IsDateLine(std::string_view line) {
   return ParseGpustatHostLine(t).has_value();
 }
 
-Result<OpenedFile> OpenGpustat(std::unique_ptr<LineReader> reader, const std::string& host,
-                               uint16_t host_index, const ReaderOptions& options) {
-  return OpenedFileOf(
-      std::make_unique<GpustatSource>(std::move(reader), host, host_index, options));
-}
-
 // --format gpustat: recognized by a GPU line (`[0] NVIDIA H100 ...`, maybe coloured) anywhere in
 // the first lines.
 namespace {
@@ -411,6 +405,6 @@ constexpr DetectRule kGpustatDetect[] = {
 extern const Format kGpustatFormat;
 const Format kGpustatFormat{"gpustat",
                             "gpustat output in a loop (--interval-ms without host lines)",
-                            kGpustatDetect, OpenLines<OpenGpustat>};
+                            kGpustatDetect, OpenLines<OpenFileSource<GpustatSource>>};
 
 }  // namespace ww::ingest

@@ -295,12 +295,6 @@ std::optional<int64_t> ParseSmiDateLine(std::string_view line) {
   return t->unix_ms;
 }
 
-Result<OpenedFile> OpenSmiTable(std::unique_ptr<LineReader> reader, const std::string& host,
-                                uint16_t host_index, const ReaderOptions& options) {
-  return OpenedFileOf(
-      std::make_unique<SmiTableSource>(std::move(reader), host, host_index, options));
-}
-
 // --format smi-table: recognized by the table's banner anywhere in the first lines (a Slurm .out
 // prints the job's own output first).
 namespace {
@@ -311,6 +305,6 @@ constexpr DetectRule kSmiTableDetect[] = {
 
 extern const Format kSmiTableFormat;
 const Format kSmiTableFormat{"smi-table", "the nvidia-smi table in a loop (a Slurm .out)",
-                             kSmiTableDetect, OpenLines<OpenSmiTable>};
+                             kSmiTableDetect, OpenLines<OpenFileSource<SmiTableSource>>};
 
 }  // namespace ww::ingest
