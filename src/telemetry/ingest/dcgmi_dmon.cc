@@ -52,15 +52,11 @@ class DcgmiDmonSource final : public FileSource {
 
   Status Init() {
     std::string_view line;
-    bool complete;
-    for (;;) {
-      auto r = reader().Next(&line, &complete);
-      if (!r.ok()) return r.status();
-      if (!*r) {
-        return Status::InvalidInput(fmt::format(
-            "{}:{}: no `# Entity ...` header of a dcgmi dmon log", path(), reader().line_number()));
-      }
-      if (IsDcgmiDmonHeader(line)) break;
+    auto found = NextLineWhere(reader(), &line, IsDcgmiDmonHeader);
+    if (!found.ok()) return found.status();
+    if (!*found) {
+      return Status::InvalidInput(fmt::format("{}:{}: no `# Entity ...` header of a dcgmi dmon log",
+                                              path(), reader().line_number()));
     }
     header_line_ = reader().line_number();
     SetHeader(line);
@@ -277,16 +273,6 @@ bool IsDcgmiDmonHeader(std::string_view line) {
   return t.size() >= 6 && AsciiLower(t.substr(0, 6)) == "entity";
 }
 
-Result<OpenedFile> OpenDcgmiDmon(std::unique_ptr<LineReader> reader, const std::string& host,
-                                 uint16_t host_index, const ReaderOptions& options) {
-  auto src = std::make_unique<DcgmiDmonSource>(std::move(reader), host, host_index, options);
-  WW_RETURN_IF_ERROR(src->Init());
-  OpenedFile f;
-  f.file = src.get();
-  f.source = std::move(src);
-  return f;
-}
-
 // --format dcgmi-dmon: recognized by its header (`#Entity ...`).
 namespace {
 constexpr DetectRule kDcgmiDmonDetect[] = {
@@ -297,6 +283,6 @@ constexpr DetectRule kDcgmiDmonDetect[] = {
 
 extern const Format kDcgmiDmonFormat;
 const Format kDcgmiDmonFormat{"dcgmi-dmon", "dcgmi dmon text", kDcgmiDmonDetect,
-                              OpenLines<OpenDcgmiDmon>, write::kDcgmiDmonWriters};
+                              OpenLines<OpenFileSource<DcgmiDmonSource>>, write::kDcgmiDmonWriters};
 
 }  // namespace ww::ingest

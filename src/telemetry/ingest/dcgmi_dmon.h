@@ -29,9 +29,6 @@
 
 namespace ww::ingest {
 
-Result<OpenedFile> OpenDcgmiDmon(std::unique_ptr<LineReader> reader, const std::string& host,
-                                 uint16_t host_index, const ReaderOptions& options);
-
 // True when the line is a dcgmi dmon header ("# Entity ..." / "#Entity ...").
 bool IsDcgmiDmonHeader(std::string_view line);
 

@@ -32,17 +32,13 @@ Status FileSource::Next(std::vector<GpuSample>* out) {
   if (!reader_->truncated_note().empty()) {
     Skip("truncated compressed stream", reader_->truncated_note());
   }
-  WW_RETURN_IF_ERROR(budget_.Check(path()));
-  if (emitted_ == 0) {
-    if (budget_.first_bad()) {
-      return Status::InvalidInput(
-          fmt::format("{}: no usable samples; first problem: {}", path(), *budget_.first_bad()));
-    }
-    return Status::InvalidInput(fmt::format("{}:{}: no samples in the file (it ends at line {})",
-                                            path(), reader_->line_number(),
-                                            reader_->line_number()));
-  }
-  return Status::Ok();
+  return budget_.Finish(path(), emitted_, reader_->line_number());
+}
+
+Status MalformedBudget::Bad(const std::string& path, Warnings* warnings, const std::string& kind,
+                            const std::string& message) {
+  warnings->Add(kind, message);
+  return Bad(path, message);
 }
 
 Status MalformedBudget::Bad(const std::string& path, const std::string& message) {
@@ -69,10 +65,21 @@ Status MalformedBudget::Check(const std::string& path) const {
   return Status::Ok();
 }
 
+Status MalformedBudget::Finish(const std::string& path, int64_t emitted, int64_t lines) const {
+  WW_RETURN_IF_ERROR(Check(path));
+  if (emitted == 0) {
+    if (first_bad_) {
+      return Status::InvalidInput(
+          fmt::format("{}: no usable samples; first problem: {}", path, *first_bad_));
+    }
+    return Status::InvalidInput(
+        fmt::format("{}:{}: no samples in the file (it ends at line {})", path, lines, lines));
+  }
+  return Status::Ok();
+}
+
 Status FileSource::Bad(const std::string& kind, std::string message) {
-  const Status over = budget_.Bad(path(), message);
-  warnings_.Add(kind, std::move(message));
-  return over;
+  return budget_.Bad(path(), &warnings_, kind, message);
 }
 
 bool FileSource::Admit(const GpuSample& s, int64_t line) {
@@ -170,6 +177,20 @@ std::vector<GpuLabels> FileSource::gpu_labels() const {
 }
 
 std::string OpenedFile::Describe() const { return file ? file->Describe() : description; }
+
+OpenedFile OpenedFileOf(std::unique_ptr<FileSource> source) {
+  OpenedFile f;
+  f.file = source.get();
+  f.source = std::move(source);
+  return f;
+}
+
+OpenedFile OpenedFileOf(std::unique_ptr<TelemetrySource> source, std::string description) {
+  OpenedFile f;
+  f.source = std::move(source);
+  f.description = std::move(description);
+  return f;
+}
 
 std::string FileSource::Where(int64_t line) const { return fmt::format("{}:{}", path(), line); }
 

@@ -9,8 +9,10 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "core/status.h"
 #include "telemetry/ingest/text.h"
 #include "telemetry/io/line_reader.h"
 #include "telemetry/source.h"
@@ -30,7 +32,7 @@ class MalformedBudget {
  public:
   MalformedBudget(FileSourceLimits limits, const char* noun) : limits_(limits), noun_(noun) {}
 
-  // One more record read: the denominator.
+  // One more record read (a row, a scrape line): the denominator of the budget.
   void CountRecord() { ++records_; }
   // A record counted that turned out to be none (a cut-off last line).
   void UncountRecord() { --records_; }
@@ -39,8 +41,14 @@ class MalformedBudget {
   const std::optional<std::string>& first_bad() const { return first_bad_; }
   // One malformed record; an error naming `path` once over budget.
   Status Bad(const std::string& path, const std::string& message);
+  // The same, warned as `kind` in *warnings.
+  Status Bad(const std::string& path, Warnings* warnings, const std::string& kind,
+             const std::string& message);
   // At the end of the file: an error naming `path` when over budget.
   Status Check(const std::string& path) const;
+  // The end-of-file checks, once `emitted` samples were read from a file of `lines` lines: over
+  // budget (Check), or no sample at all.
+  Status Finish(const std::string& path, int64_t emitted, int64_t lines) const;
 
  private:
   FileSourceLimits limits_;
@@ -75,6 +83,19 @@ struct OpenedFile {
   std::string Describe() const;      // the best description now
 };
 
+// Reads lines until one that `wanted(line)` accepts: true with *line that line, false at the end
+// of the file.
+template <class Wanted>
+Result<bool> NextLineWhere(LineReader& reader, std::string_view* line, Wanted wanted) {
+  bool complete;
+  for (;;) {
+    auto r = reader.Next(line, &complete);
+    if (!r.ok()) return r.status();
+    if (!*r) return false;
+    if (wanted(*line)) return true;
+  }
+}
+
 class FileSource : public TelemetrySource {
  public:
   FileSource(std::unique_ptr<LineReader> reader, const std::string& host, uint16_t host_index,
@@ -99,7 +120,9 @@ class FileSource : public TelemetrySource {
   // One more record read (a row, a scrape line): the denominator of the malformed budget.
   void CountRecord() { budget_.CountRecord(); }
   // A malformed record: a documented skip while under budget, else an error naming the file.
-  Status Bad(const std::string& kind, std::string message);
+  Status Bad(const std::string& kind, std::string message) {
+    return budget_.Bad(path(), &warnings_, kind, std::move(message));
+  }
   // A documented skip that does not count against the budget (other entity types, ...).
   void Skip(const std::string& kind, std::string message) {
     warnings_.Add(kind, std::move(message));
@@ -142,5 +165,25 @@ class FileSource : public TelemetrySource {
   std::map<uint16_t, GpuInfo> infos_;
   std::map<uint16_t, std::map<std::string, std::string>> labels_;
 };
+
+// The OpenedFile of a FileSource, which describes itself once read.
+OpenedFile OpenedFileOf(std::unique_ptr<FileSource> source);
+// The OpenedFile of a source described once, at open.
+OpenedFile OpenedFileOf(std::unique_ptr<TelemetrySource> source, std::string description);
+// Init() (the header read: an error names the file and line), then OpenedFileOf().
+template <class Source>
+Result<OpenedFile> InitAndOpen(std::unique_ptr<Source> source) {
+  WW_RETURN_IF_ERROR(source->Init());
+  return OpenedFileOf(std::unique_ptr<FileSource>(std::move(source)));
+}
+// Opens a FileSource built as `Source(lines, host, host_index, options)`, through its Init() when
+// it has one: the open function of a reader's format row (`OpenLines<OpenFileSource<Source>>`).
+template <class Source>
+Result<OpenedFile> OpenFileSource(std::unique_ptr<LineReader> lines, const std::string& host,
+                                  uint16_t host_index, const ReaderOptions& options) {
+  auto source = std::make_unique<Source>(std::move(lines), host, host_index, options);
+  if constexpr (requires { source->Init(); }) return InitAndOpen(std::move(source));
+  return OpenedFileOf(std::unique_ptr<FileSource>(std::move(source)));
+}
 
 }  // namespace ww::ingest

@@ -8,12 +8,12 @@ namespace ww::ingest {
 extern const Format kNvidiaSmiFormat;     // nvsmi_log.cc
 extern const Format kDcgmiDmonFormat;     // dcgmi_dmon.cc
 extern const Format kDcgmExporterFormat;  // dcgm_exporter.cc
-extern const Format kWandbFormat;         // table_csv.cc
+extern const Format kWandbFormat;         // wandb.cc
 extern const Format kSmiTableFormat;      // smi_table.cc
-extern const Format kCustomCsvFormat;     // table_csv.cc
+extern const Format kCustomCsvFormat;     // custom_csv.cc
 extern const Format kPromJsonFormat;      // prom_json.cc
 extern const Format kGpustatFormat;       // gpustat.cc
-extern const Format kWideFormat;          // table_csv.cc
+extern const Format kWideFormat;          // custom_csv.cc
 extern const Format kLlviewFormat;        // ws_table.cc
 extern const Format kTableFormat;         // ws_table.cc
 

@@ -391,15 +391,6 @@ bool IsDateLine(std::string_view line) {
   return ParseGpustatHostLine(t).has_value();
 }
 
-Result<OpenedFile> OpenGpustat(std::unique_ptr<LineReader> reader, const std::string& host,
-                               uint16_t host_index, const ReaderOptions& options) {
-  auto src = std::make_unique<GpustatSource>(std::move(reader), host, host_index, options);
-  OpenedFile f;
-  f.file = src.get();
-  f.source = std::move(src);
-  return f;
-}
-
 // --format gpustat: recognized by a GPU line (`[0] NVIDIA H100 ...`, maybe coloured) anywhere in
 // the first lines.
 namespace {
@@ -414,6 +405,6 @@ constexpr DetectRule kGpustatDetect[] = {
 extern const Format kGpustatFormat;
 const Format kGpustatFormat{"gpustat",
                             "gpustat output in a loop (--interval-ms without host lines)",
-                            kGpustatDetect, OpenLines<OpenGpustat>, write::kGpustatWriters};
+                            kGpustatDetect, OpenLines<OpenFileSource<GpustatSource>>, write::kGpustatWriters};
 
 }  // namespace ww::ingest

@@ -53,7 +53,4 @@ std::optional<int64_t> ParseGpustatHostLine(std::string_view line);
 // samples. Lines with commas or more than eight words are not.
 bool IsDateLine(std::string_view line);
 
-Result<OpenedFile> OpenGpustat(std::unique_ptr<LineReader> reader, const std::string& host,
-                               uint16_t host_index, const ReaderOptions& options);
-
 }  // namespace ww::ingest

@@ -1,3 +1,5 @@
+// Reads Prometheus API responses (prom_json.h): a hand scan of the plain shape (json_scan.h), the
+// DOM path for anything else, and the source that decodes the points one timestamp at a time.
 #include "telemetry/ingest/prom_json.h"
 
 #include <fmt/format.h>
@@ -13,6 +15,7 @@
 #include "telemetry/fields.h"
 #include "telemetry/ingest/dcgm_exporter.h"
 #include "telemetry/ingest/format.h"
+#include "telemetry/ingest/json_scan.h"
 
 namespace ww::ingest {
 namespace {
@@ -20,34 +23,6 @@ namespace {
 using nlohmann::json;
 
 constexpr double kMaxUnixS = 7258118400.0;  // 2200-01-01: later is a unit mistake, not a time
-
-bool IsSpace(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
-
-// The end of the JSON value starting at text[begin] ('{' or '['): the matching bracket outside
-// strings. npos when the text ends first (a truncated document).
-size_t ValueEnd(std::string_view text, size_t begin) {
-  int depth = 0;
-  bool in_string = false;
-  for (size_t i = begin; i < text.size(); ++i) {
-    const char c = text[i];
-    if (in_string) {
-      if (c == '\\') {
-        ++i;
-      } else if (c == '"') {
-        in_string = false;
-      }
-      continue;
-    }
-    if (c == '"') {
-      in_string = true;
-    } else if (c == '{' || c == '[') {
-      ++depth;
-    } else if (c == '}' || c == ']') {
-      if (--depth == 0) return i + 1;
-    }
-  }
-  return std::string_view::npos;
-}
 
 void AppendEscaped(std::string* out, std::string_view v) {
   for (char c : v) {
@@ -60,31 +35,6 @@ void AppendEscaped(std::string* out, std::string_view v) {
       out->push_back(c);
     }
   }
-}
-
-// Plain decimals ("1763465360.1", "152.37", "700") of at most 15 digits: the mantissa and the
-// power of ten are exact doubles, so their quotient is the correctly rounded value, as
-// std::from_chars gives, at a fraction of its cost. false for anything else.
-bool FastDecimal(const char* p, const char* e, double* out) {
-  static constexpr double kPow10[] = {1,   1e1, 1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
-                                      1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15};
-  uint64_t mant = 0;
-  int digits = 0;
-  int frac = -1;
-  for (; p < e; ++p) {
-    if (*p >= '0' && *p <= '9') {
-      mant = mant * 10 + static_cast<uint64_t>(*p - '0');
-      ++digits;
-      if (frac >= 0) ++frac;
-    } else if (*p == '.' && frac < 0 && digits > 0) {
-      frac = 0;
-    } else {
-      return false;
-    }
-  }
-  if (digits == 0 || digits > 15 || frac == 0) return false;
-  *out = static_cast<double>(mant) / kPow10[frac < 0 ? 0 : frac];
-  return true;
 }
 
 // Prometheus writes sample values as strings: decimal, "NaN", "+Inf", "-Inf".
@@ -106,105 +56,6 @@ bool ParseValue(std::string_view s, double* out) {
   const auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), *out);
   return ec == std::errc() && ptr == s.data() + s.size() && std::isfinite(*out);
 }
-
-// A cursor over one document for the fast path. Every method answers false on anything but the
-// plain shape it expects; the caller then leaves the document to the DOM path.
-class Scan {
- public:
-  explicit Scan(std::string_view doc)
-      : begin_(doc.data()), p_(doc.data()), end_(doc.data() + doc.size()) {}
-
-  void Ws() {
-    while (p_ < end_ && IsSpace(*p_)) ++p_;
-  }
-  bool At(char c) {
-    Ws();
-    return p_ < end_ && *p_ == c;
-  }
-  bool Eat(char c) {
-    if (!At(c)) return false;
-    ++p_;
-    return true;
-  }
-  size_t consumed() const { return static_cast<size_t>(p_ - begin_); }
-  // A string of printable ASCII without escapes (keys, sample values, label-free words).
-  bool Str(std::string_view* out) {
-    if (!Eat('"')) return false;
-    const char* b = p_;
-    while (p_ < end_) {
-      const auto c = static_cast<unsigned char>(*p_);
-      if (c == '"') {
-        *out = std::string_view(b, static_cast<size_t>(p_ - b));
-        ++p_;
-        return true;
-      }
-      if (c == '\\' || c < 0x20 || c >= 0x80) return false;
-      ++p_;
-    }
-    return false;
-  }
-  // A JSON number (RFC 8259 grammar), as a double.
-  bool Number(double* out) {
-    Ws();
-    const char* b = p_;
-    const char* q = p_;
-    if (q < end_ && *q == '-') ++q;
-    if (q >= end_ || !IsDigit(*q)) return false;
-    if (*q == '0') {
-      ++q;
-    } else {
-      while (q < end_ && IsDigit(*q)) ++q;
-    }
-    if (q < end_ && *q == '.') {
-      ++q;
-      if (q >= end_ || !IsDigit(*q)) return false;
-      while (q < end_ && IsDigit(*q)) ++q;
-    }
-    if (q < end_ && (*q == 'e' || *q == 'E')) {
-      ++q;
-      if (q < end_ && (*q == '+' || *q == '-')) ++q;
-      if (q >= end_ || !IsDigit(*q)) return false;
-      while (q < end_ && IsDigit(*q)) ++q;
-    }
-    if (!FastDecimal(b, q, out)) {
-      const auto [ptr, ec] = std::from_chars(b, q, *out);
-      if (ec != std::errc() || ptr != q) return false;
-    }
-    p_ = q;
-    return true;
-  }
-  // Any JSON value, validated (rare keys: "infos", "stats", ...); *raw is its text.
-  bool Value(std::string_view* raw) {
-    Ws();
-    if (p_ >= end_) return false;
-    const char* b = p_;
-    size_t len = 0;
-    if (*p_ == '{' || *p_ == '[') {
-      const size_t e = ValueEnd(std::string_view(p_, static_cast<size_t>(end_ - p_)), 0);
-      if (e == std::string_view::npos) return false;
-      len = e;
-    } else if (*p_ == '"') {
-      const char* q = p_ + 1;
-      while (q < end_ && *q != '"') q += (*q == '\\') ? 2 : 1;
-      if (q >= end_) return false;
-      len = static_cast<size_t>(q + 1 - p_);
-    } else {
-      const char* q = p_;
-      while (q < end_ && !IsSpace(*q) && *q != ',' && *q != '}' && *q != ']') ++q;
-      len = static_cast<size_t>(q - p_);
-    }
-    *raw = std::string_view(b, len);
-    if (!json::accept(raw->begin(), raw->end())) return false;
-    p_ += len;
-    return true;
-  }
-
- private:
-  static bool IsDigit(char c) { return c >= '0' && c <= '9'; }
-  const char* begin_;
-  const char* p_;
-  const char* end_;
-};
 
 // One series in the source: resolved once, then its points read in time order.
 struct Stream {
@@ -300,7 +151,7 @@ class PromSamplesSource final : public TelemetrySource {
 
 bool LooksLikePromJson(std::string_view text) {
   size_t i = 0;
-  while (i < text.size() && IsSpace(text[i])) ++i;
+  while (i < text.size() && IsJsonSpace(text[i])) ++i;
   if (i >= text.size() || text[i] != '{') return false;
   return text.find("\"status\"") != std::string_view::npos &&
          (text.find("\"resultType\"") != std::string_view::npos ||
@@ -311,7 +162,7 @@ Status PromJsonDecoder::AddDocuments(std::string_view text, const std::string& w
   size_t pos = 0;
   int in_text = 0;
   for (;;) {
-    while (pos < text.size() && IsSpace(text[pos])) ++pos;
+    while (pos < text.size() && IsJsonSpace(text[pos])) ++pos;
     if (pos >= text.size()) break;
     ++in_text;
     if (text[pos] != '{') {
@@ -327,7 +178,7 @@ Status PromJsonDecoder::AddDocuments(std::string_view text, const std::string& w
       pos += used;
       continue;
     }
-    const size_t end = ValueEnd(text, pos);
+    const size_t end = JsonValueEnd(text, pos);
     if (end == std::string_view::npos) {
       return Status::InvalidInput(fmt::format(
           "{}: document {} (byte {}): truncated JSON (the response ends before its closing "
@@ -421,7 +272,8 @@ bool PromJsonDecoder::ScanDocument(std::string_view doc, const std::string& at, 
     return false;
   };
 
-  Scan in(doc);
+  // The fast path: any shape but the plain one answers false and leaves the document to the DOM.
+  JsonCursor in(doc);
   std::string_view key;
   std::string_view word;
   bool seen_status = false;
@@ -432,7 +284,7 @@ bool PromJsonDecoder::ScanDocument(std::string_view doc, const std::string& at, 
   const auto point = [&](Series* s) {
     double t = 0;
     double v = 0;
-    if (!in.Eat('[') || !in.Number(&t) || !in.Eat(',') || !in.Str(&word) || !in.Eat(']')) {
+    if (!in.Eat('[') || !in.Number(&t) || !in.Eat(',') || !in.PlainString(&word) || !in.Eat(']')) {
       return false;
     }
     if (!(t >= 0 && t < kMaxUnixS) || !ParseValue(word, &v)) return false;
@@ -444,7 +296,7 @@ bool PromJsonDecoder::ScanDocument(std::string_view doc, const std::string& at, 
     return true;
   };
   const auto item = [&](bool matrix, size_t r) {
-    if (!in.Eat('{') || !in.Str(&key) || key != "metric" || !in.Eat(':') || !in.At('{') ||
+    if (!in.Eat('{') || !in.PlainString(&key) || key != "metric" || !in.Eat(':') || !in.At('{') ||
         !in.Value(&word)) {
       return false;
     }
@@ -459,7 +311,8 @@ bool PromJsonDecoder::ScanDocument(std::string_view doc, const std::string& at, 
         touched.push_back(Touched{static_cast<size_t>(index), s->points.size(), s->unsorted});
       }
     }
-    if (!in.Eat(',') || !in.Str(&key) || key != (matrix ? "values" : "value") || !in.Eat(':')) {
+    if (!in.Eat(',') || !in.PlainString(&key) || key != (matrix ? "values" : "value") ||
+        !in.Eat(':')) {
       return false;
     }
     if (matrix) {
@@ -481,9 +334,10 @@ bool PromJsonDecoder::ScanDocument(std::string_view doc, const std::string& at, 
     bool seen_type = false;
     bool seen_result = false;
     do {
-      if (!in.Str(&key) || !in.Eat(':')) return false;
+      if (!in.PlainString(&key) || !in.Eat(':')) return false;
       if (key == "resultType") {
-        if (seen_type || !in.Str(&word) || (word != "matrix" && word != "vector")) return false;
+        if (seen_type || !in.PlainString(&word) || (word != "matrix" && word != "vector"))
+          return false;
         matrix = word == "matrix";
         scanned_vector = !matrix;
         seen_type = true;
@@ -505,9 +359,9 @@ bool PromJsonDecoder::ScanDocument(std::string_view doc, const std::string& at, 
 
   if (!in.Eat('{')) return false;
   do {
-    if (!in.Str(&key) || !in.Eat(':')) return undo();
+    if (!in.PlainString(&key) || !in.Eat(':')) return undo();
     if (key == "status") {
-      if (seen_status || !in.Str(&word) || word != "success") return undo();
+      if (seen_status || !in.PlainString(&word) || word != "success") return undo();
       seen_status = true;
     } else if (key == "data") {
       if (seen_data || !data()) return undo();
@@ -517,7 +371,7 @@ bool PromJsonDecoder::ScanDocument(std::string_view doc, const std::string& at, 
       seen_warnings = true;
       if (!in.Eat(']')) {
         do {
-          if (!in.Str(&word)) return undo();
+          if (!in.PlainString(&word)) return undo();
           warnings_.Add("server warning (partial data?)", std::string(word));
         } while (in.Eat(','));
         if (!in.Eat(']')) return undo();
@@ -753,10 +607,7 @@ Result<OpenedFile> OpenPromJson(std::unique_ptr<LineReader> reader, const std::s
   std::string().swap(text);  // the points are decoded; the text is not needed any more
   auto src = decoder.Finish(host);
   if (!src.ok()) return Status::InvalidInput(reader->path() + ": " + src.status().message());
-  OpenedFile f;
-  f.source = std::move(*src);
-  f.description = decoder.Describe();
-  return f;
+  return OpenedFileOf(std::move(*src), decoder.Describe());
 }
 
 // --format prometheus-json: recognized from the first 4 KiB (one JSON line, often longer than a

@@ -25,8 +25,8 @@
 // Memory: a file's text while it is parsed (OpenPromJson frees it before Finish), then only the
 // points (16 bytes each, about 2/3 of their text): the source decodes them into samples one
 // timestamp per Next(), each series resolved to its GPU and field once. A document in the
-// plain shape Prometheus writes is scanned by hand; any other (escapes, wrong types, errors)
-// goes through a JSON DOM, which names what is wrong.
+// plain shape Prometheus writes is scanned by hand (json_scan.h); any other (escapes, wrong types,
+// errors) goes through a JSON DOM, which names what is wrong.
 // Ownership: the decoder owns what it parsed until Finish() moves it into the source.
 // Thread-safety: one thread at a time.
 #pragma once

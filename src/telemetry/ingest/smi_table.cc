@@ -295,15 +295,6 @@ std::optional<int64_t> ParseSmiDateLine(std::string_view line) {
   return t->unix_ms;
 }
 
-Result<OpenedFile> OpenSmiTable(std::unique_ptr<LineReader> reader, const std::string& host,
-                                uint16_t host_index, const ReaderOptions& options) {
-  auto src = std::make_unique<SmiTableSource>(std::move(reader), host, host_index, options);
-  OpenedFile f;
-  f.file = src.get();
-  f.source = std::move(src);
-  return f;
-}
-
 // --format smi-table: recognized by the table's banner anywhere in the first lines (a Slurm .out
 // prints the job's own output first).
 namespace {
@@ -314,6 +305,6 @@ constexpr DetectRule kSmiTableDetect[] = {
 
 extern const Format kSmiTableFormat;
 const Format kSmiTableFormat{"smi-table", "the nvidia-smi table in a loop (a Slurm .out)",
-                             kSmiTableDetect, OpenLines<OpenSmiTable>, write::kSmiTableWriters};
+                             kSmiTableDetect, OpenLines<OpenFileSource<SmiTableSource>>, write::kSmiTableWriters};
 
 }  // namespace ww::ingest

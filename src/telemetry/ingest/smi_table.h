@@ -29,7 +29,4 @@ bool IsSmiTableBanner(std::string_view line);
 // Parses nvidia-smi's date line ("Tue Oct 27 06:02:13 2020"): ms since the epoch, as UTC.
 std::optional<int64_t> ParseSmiDateLine(std::string_view line);
 
-Result<OpenedFile> OpenSmiTable(std::unique_ptr<LineReader> reader, const std::string& host,
-                                uint16_t host_index, const ReaderOptions& options);
-
 }  // namespace ww::ingest

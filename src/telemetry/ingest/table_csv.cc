@@ -1,443 +1,36 @@
+// The reader of tables whose columns are named by people (table_csv.h): custom-csv and wide
+// CSVs, W&B's CSV export and JSON lines; rows to samples, one tick per timestamp. The column
+// recognizer is table_columns.cc; the formats' rows and detection are custom_csv.cc and wandb.cc.
 #include "telemetry/ingest/table_csv.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <set>
 #include <unordered_map>
 
-#include "core/sample_ranges.h"
 #include "core/strings.h"
 #include "core/timefmt.h"
-#include "telemetry/ingest/format.h"
+#include "telemetry/ingest/json_scan.h"
+#include "telemetry/ingest/table_columns.h"
 
 namespace ww::ingest {
 namespace {
 
-enum class F : uint8_t {
-  kNone,
-  kTime,
-  kRuntime,
-  kGpu,
-  kUuid,
-  kName,
-  kPower,
-  kPowerLimit,
-  kPowerPct,
-  kUtil,
-  kMemUtil,
-  kMemUsed,
-  kMemUsedPct,
-  kMemTotal,
-  kTemp,
-  kSmClock,
-  kMemClock,
-};
-
-const char* FieldName(F f) {
-  switch (f) {
-    case F::kTime:
-      return "time";
-    case F::kRuntime:
-      return "runtime";
-    case F::kGpu:
-      return "gpu";
-    case F::kUuid:
-      return "uuid";
-    case F::kName:
-      return "name";
-    case F::kPower:
-      return "power";
-    case F::kPowerLimit:
-      return "power_limit";
-    case F::kPowerPct:
-      return "power_pct";
-    case F::kUtil:
-      return "util";
-    case F::kMemUtil:
-      return "mem_util";
-    case F::kMemUsed:
-      return "memory_used";
-    case F::kMemUsedPct:
-      return "memory_used_pct";
-    case F::kMemTotal:
-      return "memory_total";
-    case F::kTemp:
-      return "temperature";
-    case F::kSmClock:
-      return "sm_clock";
-    case F::kMemClock:
-      return "mem_clock";
-    default:
-      return "";
-  }
-}
-
-F FieldFromName(std::string_view n) {
-  for (F f : {F::kTime, F::kRuntime, F::kGpu, F::kUuid, F::kName, F::kPower, F::kPowerLimit,
-              F::kPowerPct, F::kUtil, F::kMemUtil, F::kMemUsed, F::kMemUsedPct, F::kMemTotal,
-              F::kTemp, F::kSmClock, F::kMemClock}) {
-    if (n == FieldName(f)) return f;
-  }
-  return F::kNone;
-}
-
-enum class TimeUnit : uint8_t { kAuto, kSec, kMs };
-
-struct Role {
-  F f = F::kNone;
-  int gpu = -1;
-  double scale = 1;
-  TimeUnit time_unit = TimeUnit::kAuto;
-  std::string unit;
-  std::string name;  // header text
-  bool mapped = false;
-  std::string bad_unit;  // a unit in brackets that cannot be placed ("power (dBm)")
-};
-
-struct UnitInfo {
-  std::string unit;
-  double scale = 1;
-  TimeUnit time_unit = TimeUnit::kAuto;
-  bool ratio = false;
-};
-
-std::optional<UnitInfo> ParseUnit(std::string_view u) {
-  static const std::unordered_map<std::string, UnitInfo> kUnits = {
-      {"w", {"W", 1}},
-      {"watt", {"W", 1}},
-      {"watts", {"W", 1}},
-      {"kw", {"kW", 1000}},
-      {"mw", {"mW", 0.001}},
-      {"%", {"%", 1}},
-      {"pct", {"%", 1}},
-      {"percent", {"%", 1}},
-      {"perc", {"%", 1}},
-      {"percentage", {"%", 1}},
-      {"mib", {"MiB", 1}},
-      {"mb", {"MB (as MiB)", 1}},
-      {"gib", {"GiB", 1024}},
-      {"gb", {"GB (as GiB)", 1024}},
-      {"kib", {"KiB", 1.0 / 1024}},
-      {"kb", {"KB (as KiB)", 1.0 / 1024}},
-      {"b", {"bytes", 1.0 / 1048576}},
-      {"bytes", {"bytes", 1.0 / 1048576}},
-      {"byte", {"bytes", 1.0 / 1048576}},
-      {"c", {"C", 1}},
-      {"celsius", {"C", 1}},
-      {"degc", {"C", 1}},
-      {"mhz", {"MHz", 1}},
-      {"ghz", {"GHz", 1000}},
-      {"ms", {"ms", 1, TimeUnit::kMs}},
-      {"s", {"s", 1, TimeUnit::kSec}},
-      {"sec", {"s", 1, TimeUnit::kSec}},
-      {"secs", {"s", 1, TimeUnit::kSec}},
-      {"seconds", {"s", 1, TimeUnit::kSec}},
-      {"ratio", {"ratio", 100, TimeUnit::kAuto, true}},
-      {"frac", {"ratio", 100, TimeUnit::kAuto, true}},
-      {"fraction", {"ratio", 100, TimeUnit::kAuto, true}},
-  };
-  std::string key = AsciiLower(TrimSpace(u));
-  if (key.rfind("in ", 0) == 0) key = std::string(TrimSpace(std::string_view(key).substr(3)));
-  // The degree sign: "°C" (UTF-8), "ºC".
-  for (const char* deg : {"\xc2\xb0", "\xc2\xba"}) {
-    if (key.rfind(deg, 0) == 0) key = key.substr(2);
-  }
-  auto it = kUnits.find(key);
-  if (it == kUnits.end()) return std::nullopt;
-  return it->second;
-}
-
-std::vector<std::string> Words(std::string_view s) {
-  std::vector<std::string> out;
-  std::string cur;
-  auto flush = [&] {
-    if (!cur.empty()) out.push_back(cur);
-    cur.clear();
-  };
-  for (size_t i = 0; i < s.size(); ++i) {
-    const char c = static_cast<char>(std::tolower(static_cast<unsigned char>(s[i])));
-    const bool alpha = c >= 'a' && c <= 'z';
-    const bool digit = c >= '0' && c <= '9';
-    if (c == '%') {
-      flush();
-      out.push_back("%");
-    } else if (alpha || digit) {
-      // "gpu0" -> "gpu" "0": a letter run followed by digits splits (GPU numbers, mostly).
-      if (!cur.empty() && digit && std::isalpha(static_cast<unsigned char>(cur.back()))) flush();
-      if (!cur.empty() && alpha && std::isdigit(static_cast<unsigned char>(cur.back()))) flush();
-      cur += c;
-    } else {
-      flush();
-    }
-  }
-  flush();
-  return out;
-}
-
-bool AllDigits(const std::string& w) {
-  return !w.empty() && w.size() <= 4 &&
-         std::all_of(w.begin(), w.end(), [](char c) { return c >= '0' && c <= '9'; });
-}
-
-Role Classify(std::string_view raw_name, bool wandb) {
-  Role r;
-  r.name = std::string(TrimSpaceAndQuotes(raw_name));
-  const std::string& name = r.name;
-  // W&B's keys without the `system.` prefix (`gpu.0.powerWatts`, as some exports name them).
-  const bool short_wandb_key = name.rfind("gpu.", 0) == 0 &&
-                               std::count(name.begin(), name.end(), '.') >= 2 &&
-                               AllDigits(name.substr(4, name.find('.', 4) - 4));
-  if (wandb || name.rfind("system.gpu.", 0) == 0 || short_wandb_key || name == "_timestamp" ||
-      name == "_runtime") {
-    if (name == "_timestamp") {
-      r.f = F::kTime;
-      r.time_unit = TimeUnit::kSec;
-      r.unit = "epoch s";
-      return r;
-    }
-    if (name == "_runtime") {
-      r.f = F::kRuntime;
-      r.unit = "s since start";
-      return r;
-    }
-    if (name.rfind("system.gpu.", 0) == 0 || short_wandb_key) {
-      std::string_view rest = std::string_view(name).substr(short_wandb_key ? 4 : 11);
-      size_t dot = rest.find('.');
-      if (dot == std::string_view::npos) return r;
-      const std::string num(rest.substr(0, dot));
-      if (!AllDigits(num)) return r;  // system.gpu.process.N.*: the same GPU again
-      const std::string_view key = rest.substr(dot + 1);
-      static const std::unordered_map<std::string_view, std::pair<F, double>> kKeys = {
-          {"gpu", {F::kUtil, 1}},
-          {"memory", {F::kMemUtil, 1}},
-          {"memoryAllocated", {F::kMemUsedPct, 1}},
-          {"memoryAllocatedBytes", {F::kMemUsed, 1.0 / 1048576}},
-          {"powerWatts", {F::kPower, 1}},
-          {"powerPercent", {F::kPowerPct, 1}},
-          {"temp", {F::kTemp, 1}},
-          {"smClock", {F::kSmClock, 1}},
-          {"memoryClock", {F::kMemClock, 1}},
-      };
-      auto it = kKeys.find(key);
-      if (it == kKeys.end()) return r;
-      r.f = it->second.first;
-      r.scale = it->second.second;
-      r.gpu = std::stoi(num);
-      r.unit = key == "memoryAllocatedBytes" ? "bytes" : "";
-      return r;
-    }
-    if (wandb) return r;
-  }
-  std::string_view body = name;
-  std::optional<UnitInfo> unit;
-  // A unit in brackets or parentheses at the end: "power.draw [W]", "Power (W)".
-  if (!body.empty() && (body.back() == ']' || body.back() == ')')) {
-    const char open = body.back() == ']' ? '[' : '(';
-    size_t at = body.rfind(open);
-    if (at != std::string_view::npos) {
-      const std::string_view text = body.substr(at + 1, body.size() - at - 2);
-      unit = ParseUnit(text);
-      if (unit) {
-        body = body.substr(0, at);
-      } else if (!TrimSpace(text).empty()) {
-        r.bad_unit = std::string(TrimSpace(text));
-      }
-    }
-  }
-  std::vector<std::string> words = Words(body);
-  if (!unit && words.size() >= 2) {
-    if (auto u = ParseUnit(words.back())) {
-      unit = u;
-      words.pop_back();
-    }
-  }
-  if (!unit && words.size() == 1) {
-    // A column named only by its unit: "watts", "mib".
-    if (auto u = ParseUnit(words.back()); u && (u->unit == "W" || u->unit == "MiB")) {
-      unit = u;
-      words.pop_back();
-    }
-  }
-  // The GPU of a wide layout: "gpu 0 ...", "... gpu 3", "cuda1", "device 2", or a trailing
-  // number after a measurement word ("power_0").
-  int gpu = -1;
-  for (size_t i = 0; i + 1 < words.size(); ++i) {
-    const std::string& w = words[i];
-    if ((w == "gpu" || w == "cuda" || w == "device" || w == "dev" || w == "card") &&
-        AllDigits(words[i + 1])) {
-      gpu = std::stoi(words[i + 1]);
-      words.erase(words.begin() + static_cast<long>(i), words.begin() + static_cast<long>(i) + 2);
-      break;
-    }
-  }
-  if (gpu < 0 && words.size() >= 2 && AllDigits(words.back())) {
-    gpu = std::stoi(words.back());
-    words.pop_back();
-  }
-  auto has = [&](std::initializer_list<const char*> ws) {
-    for (const char* w : ws) {
-      if (std::find(words.begin(), words.end(), w) != words.end()) return true;
-    }
-    return false;
-  };
-  auto only = [&](std::initializer_list<const char*> allowed) {
-    if (words.empty()) return false;
-    for (const auto& w : words) {
-      bool ok = false;
-      for (const char* a : allowed) ok |= w == a;
-      if (!ok) return false;
-    }
-    return true;
-  };
-  const std::string u = unit ? unit->unit : "";
-  F f = F::kNone;
-  const bool mem = has({"mem", "memory", "fb", "vram", "framebuffer"});
-  const bool power = has({"power", "pwr", "energy"}) || (words.empty() && u == "W");
-  if (has({"cpu", "ram", "host", "disk", "net", "network", "swap", "enc", "dec", "encoder",
-           "decoder", "pcie", "nvlink", "fan"})) {
-    f = F::kNone;
-  } else if (gpu < 0 &&
-             only({"time", "timestamp", "ts", "datetime", "date", "epoch", "unix", "unixtime",
-                   "stamp", "wall", "utc", "iso", "local", "sample"}) &&
-             has({"time", "timestamp", "ts", "datetime", "date", "epoch", "unixtime"})) {
-    f = F::kTime;
-  } else if (has({"uuid"})) {
-    f = F::kUuid;
-  } else if (gpu < 0 &&
-             only({"gpu", "id", "index", "idx", "device", "dev", "num", "number", "cuda", "card",
-                   "minor", "rank", "local"}) &&
-             !has({"rank"}) && u.empty()) {
-    f = F::kGpu;
-  } else if (only({"name", "gpu", "model", "device", "product", "type"}) &&
-             has({"name", "model", "product"})) {
-    f = F::kName;
-  } else if (power && !has({"energy"})) {
-    if (has({"limit", "cap", "max", "enforced", "tdp"})) {
-      f = F::kPowerLimit;
-    } else if (u == "%") {
-      f = F::kPowerPct;
-    } else {
-      f = F::kPower;
-    }
-  } else if (has({"temp", "temperature"}) && !mem) {
-    f = F::kTemp;
-  } else if (has({"clock", "clk", "freq", "frequency"})) {
-    f = mem ? F::kMemClock : F::kSmClock;
-  } else if (mem) {
-    if (has({"util", "utilization", "utilisation", "bandwidth", "bw", "busy"})) {
-      f = F::kMemUtil;
-    } else if (has({"total", "capacity", "size"})) {
-      f = F::kMemTotal;
-    } else if (has({"free", "reserved", "temp"})) {
-      f = F::kNone;
-    } else if (u == "%") {
-      f = F::kMemUsedPct;
-    } else {
-      f = F::kMemUsed;
-    }
-  } else if (has({"util", "utilization", "utilisation", "usage", "load", "busy"}) ||
-             (only({"gpu", "sm"}) && u == "%")) {
-    f = F::kUtil;
-  }
-  r.f = f;
-  r.gpu = (f == F::kTime || f == F::kGpu || f == F::kUuid || f == F::kName) ? -1 : gpu;
-  if (f == F::kNone || f == F::kGpu || f == F::kUuid || f == F::kName || unit) r.bad_unit.clear();
-  if (unit) {
-    r.unit = unit->unit;
-    r.time_unit = unit->time_unit;
-    if (f != F::kTime) r.scale = unit->scale;
-    if (unit->ratio && f != F::kUtil && f != F::kMemUtil) r.scale = 1;
-  }
-  if ((f == F::kMemUsed || f == F::kMemTotal) && !unit) r.unit = "MiB (assumed)";
-  return r;
-}
-
+using columns::BareGpuColumn;
+using columns::Classify;
+using columns::F;
+using columns::FieldFromName;
+using columns::FieldName;
+using columns::IsReading;
+using columns::PickDelimiter;
+using columns::RangeFor;
+using columns::Role;
+using columns::SplitCells;
+using columns::TimeUnit;
 using Range = PlausibleRange;
-Range RangeFor(F f) {
-  switch (f) {
-    case F::kPower:
-    case F::kPowerLimit:
-      return kPowerRangeW;
-    case F::kPowerPct:
-      return {0, 200};
-    case F::kUtil:
-    case F::kMemUtil:
-    case F::kMemUsedPct:
-      return kPercentRange;
-    case F::kMemUsed:
-    case F::kMemTotal:
-      return kMemoryRangeMib;
-    case F::kTemp:
-      return kTemperatureRangeC;
-    case F::kSmClock:
-    case F::kMemClock:
-      return kClockRangeMhz;
-    default:
-      return {-1e300, 1e300};
-  }
-}
-
-bool IsReading(F f) { return f == F::kPower || f == F::kUtil; }
-
-char PickDelimiter(std::string_view header) {
-  size_t commas = 0, tabs = 0, semis = 0;
-  bool q = false;
-  for (char c : header) {
-    if (c == '"') q = !q;
-    if (q) continue;
-    commas += c == ',';
-    tabs += c == '\t';
-    semis += c == ';';
-  }
-  if (tabs > commas && tabs >= semis) return '\t';
-  if (semis > commas) return ';';
-  return ',';
-}
-
-// Quote-aware split (RFC 4180 without embedded newlines); cells keep their quotes, which
-// TrimSpaceAndQuotes and ParseNumber drop.
-void SplitCells(std::string_view line, char delim, std::vector<std::string_view>* out) {
-  out->clear();
-  if (line.find('"') == std::string_view::npos) {
-    // Cells are short (a few bytes): a plain loop beats a memchr call per cell.
-    const char* b = line.data();
-    const char* e = b + line.size();
-    const char* cell = b;
-    for (const char* p = b; p < e; ++p) {
-      if (*p == delim) {
-        out->emplace_back(cell, static_cast<size_t>(p - cell));
-        cell = p + 1;
-      }
-    }
-    out->emplace_back(cell, static_cast<size_t>(e - cell));
-    return;
-  }
-  size_t start = 0;
-  bool q = false;
-  for (size_t i = 0; i < line.size(); ++i) {
-    if (line[i] == '"') q = !q;
-    if (!q && line[i] == delim) {
-      out->push_back(line.substr(start, i - start));
-      start = i + 1;
-    }
-  }
-  out->push_back(line.substr(start));
-}
-
-// A column that names one GPU and nothing else: `GPU 0`, `gpu.3`, `gpu_3`, `cuda1`, `device 2`,
-// or a bare `3` (pandas pivot on an integer gpu column). Its GPU, or -1. (`Unnamed: 0`, a pandas
-// index read back, is not one.)
-int BareGpuColumn(std::string_view raw) {
-  const std::vector<std::string> w = Words(TrimSpaceAndQuotes(raw));
-  if (w.size() == 1 && AllDigits(w[0])) return std::stoi(w[0]);
-  if (w.size() == 2 && AllDigits(w[1]) &&
-      (w[0] == "gpu" || w[0] == "cuda" || w[0] == "device" || w[0] == "dev" || w[0] == "card")) {
-    return std::stoi(w[1]);
-  }
-  return -1;
-}
 
 class TableSource final : public FileSource {
  public:
@@ -452,13 +45,11 @@ class TableSource final : public FileSource {
   Status Init() {
     if (kind_ == Kind::kWandbJsonl) return Status::Ok();  // columns appear as keys do
     std::string_view line;
-    bool complete;
-    for (;;) {
-      auto r = reader().Next(&line, &complete);
-      if (!r.ok()) return r.status();
-      if (!*r) return Status::InvalidInput(fmt::format("{}: empty file", path()));
-      if (!TrimSpace(line).empty() && TrimSpace(line).front() != '#') break;
-    }
+    auto found = NextLineWhere(reader(), &line, [](std::string_view l) {
+      return !TrimSpace(l).empty() && TrimSpace(l).front() != '#';
+    });
+    if (!found.ok()) return found.status();
+    if (!*found) return Status::InvalidInput(fmt::format("{}: empty file", path()));
     header_line_ = reader().line_number();
     delim_ = PickDelimiter(line);
     SplitCells(line, delim_, &cells_);
@@ -743,83 +334,42 @@ class TableSource final : public FileSource {
     return Status::Ok();
   }
 
-  // A flat JSON object into cells_ by key (nested values skipped). false with *err when
-  // malformed.
+  // A flat JSON object into cells_ by key: a string value with its quotes, a bare word as it
+  // stands, nested values skipped (no value for us). false with *err when malformed.
   bool ScanJson(std::string_view t, std::string* err) {
     std::fill(cells_.begin(), cells_.end(), std::string_view());
-    size_t i = 1;
-    const size_t n = t.size();
-    auto ws = [&] {
-      while (i < n && (t[i] == ' ' || t[i] == '\t')) ++i;
-    };
-    auto string_end = [&](size_t from) -> size_t {  // index of the closing quote
-      for (size_t k = from; k < n; ++k) {
-        if (t[k] == '\\') {
-          ++k;
-        } else if (t[k] == '"') {
-          return k;
-        }
-      }
-      return std::string_view::npos;
-    };
+    JsonCursor in(t.substr(1));
     for (;;) {
-      ws();
-      if (i < n && t[i] == '}') return true;
-      if (i >= n || t[i] != '"') {
+      if (in.Eat('}')) return true;
+      if (!in.At('"')) {
         *err = "expected a key";
         return false;
       }
-      const size_t kend = string_end(i + 1);
-      if (kend == std::string_view::npos) {
+      std::string_view key;
+      if (!in.RawString(&key)) {
         *err = "unterminated key";
         return false;
       }
-      const std::string_view key = t.substr(i + 1, kend - i - 1);
-      i = kend + 1;
-      ws();
-      if (i >= n || t[i] != ':') {
+      if (!in.Eat(':')) {
         *err = "expected ':'";
         return false;
       }
-      ++i;
-      ws();
-      if (i >= n) {
-        *err = "no value";
-        return false;
-      }
-      size_t vstart = i, vend;
-      if (t[i] == '"') {
-        vend = string_end(i + 1);
-        if (vend == std::string_view::npos) {
+      std::string_view value;
+      switch (in.RawValue(&value)) {
+        case JsonCursor::Raw::kNothing:
+          *err = "no value";
+          return false;
+        case JsonCursor::Raw::kOpenString:
           *err = "unterminated string";
           return false;
-        }
-        ++vend;
-        i = vend;
-      } else if (t[i] == '{' || t[i] == '[') {
-        int depth = 0;
-        for (; i < n; ++i) {
-          if (t[i] == '"') {
-            i = string_end(i + 1);
-            if (i == std::string_view::npos) {
-              *err = "unterminated string";
-              return false;
-            }
-          } else if (t[i] == '{' || t[i] == '[') {
-            ++depth;
-          } else if ((t[i] == '}' || t[i] == ']') && --depth == 0) {
-            ++i;
-            break;
-          }
-        }
-        if (depth != 0) {
+        case JsonCursor::Raw::kUnbalanced:
           *err = "unbalanced brackets";
           return false;
-        }
-        vend = vstart;  // nested: no value for us
-      } else {
-        while (i < n && t[i] != ',' && t[i] != '}' && t[i] != ' ') ++i;
-        vend = i;
+        case JsonCursor::Raw::kNested:
+          value = value.substr(0, 0);
+          break;
+        default:
+          break;
       }
       auto [it, inserted] = keys_.try_emplace(std::string(key), static_cast<int>(roles_.size()));
       if (inserted) {
@@ -832,13 +382,9 @@ class TableSource final : public FileSource {
           wide_ |= r.gpu >= 0;
         }
       }
-      cells_[static_cast<size_t>(it->second)] = t.substr(vstart, vend - vstart);
-      ws();
-      if (i < n && t[i] == ',') {
-        ++i;
-        continue;
-      }
-      if (i < n && t[i] == '}') return true;
+      cells_[static_cast<size_t>(it->second)] = value;
+      if (in.Eat(',')) continue;
+      if (in.Eat('}')) return true;
       *err = "expected ',' or '}'";
       return false;
     }
@@ -1101,154 +647,17 @@ class TableSource final : public FileSource {
 
 }  // namespace
 
-const std::vector<std::string>& MapFieldNames() {
-  static const std::vector<std::string> kNames = {
-      "time",     "gpu",         "uuid",         "name",        "power",    "power_limit", "util",
-      "mem_util", "memory_used", "memory_total", "temperature", "sm_clock", "mem_clock"};
-  return kNames;
-}
-
-ColumnMeaning RecognizeColumn(std::string_view name, bool wandb) {
-  const Role r = Classify(name, wandb);
-  ColumnMeaning m;
-  m.field = FieldName(r.f);
-  m.gpu = r.gpu;
-  m.unit = r.f == F::kTime ? (r.time_unit == TimeUnit::kMs    ? "epoch ms"
-                              : r.time_unit == TimeUnit::kSec ? "epoch s"
-                                                              : "")
-                           : r.unit;
-  m.scale = r.scale;
-  m.bad_unit = r.bad_unit;
-  m.time_ms = r.time_unit == TimeUnit::kMs;
-  return m;
-}
-
-bool LooksLikeCustomCsvHeader(std::string_view line) {
-  const char d = PickDelimiter(line);
-  std::vector<std::string_view> cells;
-  SplitCells(line, d, &cells);
-  if (cells.size() < 2) return false;
-  for (auto c : cells) {
-    if (IsReading(Classify(c, false).f)) return true;
-  }
-  return false;
-}
-
-bool LooksLikeWideGpuHeader(std::string_view line) {
-  const char d = PickDelimiter(line);
-  std::vector<std::string_view> cells;
-  SplitCells(line, d, &cells);
-  bool time = false, gpu_column = false;
-  for (auto c : cells) {
-    const Role r = Classify(c, false);
-    time |= r.f == F::kTime;
-    gpu_column |= r.f == F::kNone && BareGpuColumn(c) >= 0;
-  }
-  return time && gpu_column;
-}
-
-bool LooksLikeWandbCsvHeader(std::string_view line) {
-  return line.find("system.gpu.") != std::string_view::npos &&
-         (line.find("_timestamp") != std::string_view::npos ||
-          line.find("_runtime") != std::string_view::npos);
-}
-
-bool LooksLikeWandbJsonLine(std::string_view line) {
-  const std::string_view t = TrimSpace(line);
-  return !t.empty() && t.front() == '{' && t.find("\"system.gpu.") != std::string_view::npos;
-}
-
 Result<OpenedFile> OpenCustomCsv(std::unique_ptr<LineReader> reader, const std::string& host,
                                  uint16_t host_index, const ReaderOptions& options, bool wandb) {
-  auto src =
-      std::make_unique<TableSource>(std::move(reader), host, host_index, options,
-                                    wandb ? TableSource::Kind::kWandbCsv : TableSource::Kind::kCsv);
-  WW_RETURN_IF_ERROR(src->Init());
-  OpenedFile f;
-  f.file = src.get();
-  f.source = std::move(src);
-  return f;
+  return InitAndOpen(std::make_unique<TableSource>(
+      std::move(reader), host, host_index, options,
+      wandb ? TableSource::Kind::kWandbCsv : TableSource::Kind::kCsv));
 }
 
 Result<OpenedFile> OpenWandbJsonl(std::unique_ptr<LineReader> reader, const std::string& host,
                                   uint16_t host_index, const ReaderOptions& options) {
-  auto src = std::make_unique<TableSource>(std::move(reader), host, host_index, options,
-                                           TableSource::Kind::kWandbJsonl);
-  WW_RETURN_IF_ERROR(src->Init());
-  OpenedFile f;
-  f.file = src.get();
-  f.source = std::move(src);
-  return f;
+  return InitAndOpen(std::make_unique<TableSource>(std::move(reader), host, host_index, options,
+                                                   TableSource::Kind::kWandbJsonl));
 }
-
-// --format wandb: a W&B CSV header on the first line or a W&B JSON record anywhere in the first
-// lines; JSON lines when the first record is an object, else the CSV export.
-namespace {
-constexpr DetectRule kWandbDetect[] = {
-    {40, DetectRule::kLine,
-     [](const DetectLine& l) { return l.index == 0 && LooksLikeWandbCsvHeader(l.text); }},
-    {140, DetectRule::kLine, [](const DetectLine& l) { return LooksLikeWandbJsonLine(l.text); }},
-};
-
-Result<OpenedFile> OpenWandb(const OpenRequest& r, std::unique_ptr<LineReader> lines) {
-  std::string_view line;
-  bool complete;
-  bool jsonl = false;
-  {
-    auto peek = LineReader::Open(r.path);
-    if (!peek.ok()) return peek.status();
-    for (;;) {
-      auto next = (*peek)->Next(&line, &complete);
-      if (!next.ok()) return next.status();
-      if (!*next) break;
-      if (TrimSpace(line).empty()) continue;
-      jsonl = TrimSpace(line).front() == '{';
-      break;
-    }
-  }
-  return jsonl ? OpenWandbJsonl(std::move(lines), r.host, r.host_index, r.reader)
-               : OpenCustomCsv(std::move(lines), r.host, r.host_index, r.reader, true);
-}
-
-// --format custom-csv: an nvidia-smi-like header with --map, --map on a first line that is not
-// whitespace-only, or a header naming a power or utilization column (after every rule that
-// looks further down the first lines).
-constexpr DetectRule kCustomCsvDetect[] = {
-    {80, DetectRule::kLine,
-     [](const DetectLine& l) {
-       return l.index == 0 && !l.options.map.empty() && LooksLikeNvsmiCsvHeader(l.text);
-     }},
-    // After the table's rule 100, which takes a whitespace-only first line.
-    {101, DetectRule::kLine,
-     [](const DetectLine& l) {
-       return l.index == 0 && !l.options.map.empty() && l.text.front() != '{';
-     }},
-    {150, DetectRule::kLine,
-     [](const DetectLine& l) { return l.index == 0 && LooksLikeCustomCsvHeader(l.text); }},
-};
-
-// --format wide: a `,timestamp,GPU 0,GPU 1` or `gpu.3` header.
-constexpr DetectRule kWideDetect[] = {
-    {70, DetectRule::kLine,
-     [](const DetectLine& l) { return l.index == 0 && LooksLikeWideGpuHeader(l.text); }},
-};
-
-Result<OpenedFile> OpenCsv(const OpenRequest& r, std::unique_ptr<LineReader> lines) {
-  return OpenCustomCsv(std::move(lines), r.host, r.host_index, r.reader, false);
-}
-}  // namespace
-
-extern const Format kWandbFormat;
-const Format kWandbFormat{"wandb", "W&B system metrics (CSV or JSON lines)", kWandbDetect,
-                          OpenWandb, write::kWandbWriters};
-
-extern const Format kCustomCsvFormat;
-const Format kCustomCsvFormat{"custom-csv", "CSVs with a power or utilization column (--map)",
-                              kCustomCsvDetect, OpenCsv, write::kCustomCsvWriters};
-
-extern const Format kWideFormat;
-const Format kWideFormat{"wide",
-                         "one column per GPU (',timestamp,GPU 0,GPU 1', 'gpu.3'; --wide METRIC)",
-                         kWideDetect, OpenCsv, write::kWideWriters};
 
 }  // namespace ww::ingest

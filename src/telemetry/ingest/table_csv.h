@@ -30,22 +30,9 @@
 
 #include "core/status.h"
 #include "telemetry/ingest/file_source.h"
+#include "telemetry/ingest/table_columns.h"  // RecognizeColumn, MapFieldNames
 
 namespace ww::ingest {
-
-// The FIELD names --map accepts.
-const std::vector<std::string>& MapFieldNames();
-
-// What a column name means: the result of the recognizer, exposed for tests and detection.
-struct ColumnMeaning {
-  std::string field;     // one of MapFieldNames(), or "" when not recognized
-  int gpu = -1;          // wide layout: the GPU this column belongs to
-  std::string unit;      // as understood: "W", "%", "MiB", "epoch s", ...
-  double scale = 1;      // multiplies a value into the field's unit (GiB -> MiB: 1024)
-  bool time_ms = false;  // time: epoch milliseconds by its name (`_ms`)
-  std::string bad_unit;  // a bracketed unit that cannot be placed ("power (dBm)"): an error
-};
-ColumnMeaning RecognizeColumn(std::string_view name, bool wandb);
 
 // True when a CSV header (first line) has a power or utilization column the recognizer knows.
 bool LooksLikeCustomCsvHeader(std::string_view line);
@@ -56,6 +43,7 @@ bool LooksLikeWandbCsvHeader(std::string_view line);
 // custom-csv's wide layout and need no flag.)
 bool LooksLikeWideGpuHeader(std::string_view line);
 bool LooksLikeWandbJsonLine(std::string_view line);
+// (custom_csv.cc and wandb.cc: detection and the formats' rows; table_csv.cc: the reader.)
 
 Result<OpenedFile> OpenCustomCsv(std::unique_ptr<LineReader> reader, const std::string& host,
                                  uint16_t host_index, const ReaderOptions& options, bool wandb);

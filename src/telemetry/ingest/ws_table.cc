@@ -1,3 +1,5 @@
+// Reads whitespace-separated tables with a header line (ws_table.h): the `table` format and the
+// reader behind `llview` (whose columns and registry row are llview.cc).
 #include "telemetry/ingest/ws_table.h"
 
 #include <fmt/format.h>
@@ -12,80 +14,15 @@
 #include "core/strings.h"
 #include "core/timefmt.h"
 #include "telemetry/ingest/format.h"
-#include "telemetry/ingest/table_csv.h"
+#include "telemetry/ingest/table_columns.h"
+#include "telemetry/ingest/ws_columns.h"
 
 namespace ww::ingest {
 namespace {
 
-enum class Kind : uint8_t { kIgnore, kTime, kId, kGpu, kValue, kReasons, kPstate };
-
-struct Column {
-  Kind kind = Kind::kIgnore;
-  std::string name;
-  std::optional<double> GpuSample::*member = nullptr;
-  double scale = 1;
-  double lo = 0, hi = 0;
-  std::string unit;  // as understood, for the description
-  bool time_ms = false;
-  bool mapped = false;
-};
-
-constexpr double kGiB = 1024.0 * 1024 * 1024;
-
-// LLview's per-GPU job table (see ws_table.h for where each meaning and unit comes from).
-const std::map<std::string, Column, std::less<>>& LlviewColumns() {
-  static const std::map<std::string, Column, std::less<>> kColumns = [] {
-    std::map<std::string, Column, std::less<>> m;
-    auto value = [&](const char* name, std::optional<double> GpuSample::*member, double scale,
-                     double lo, double hi, const char* unit) {
-      Column c;
-      c.kind = Kind::kValue;
-      c.name = name;
-      c.member = member;
-      c.scale = scale;
-      c.lo = lo;
-      c.hi = hi;
-      c.unit = unit;
-      m[name] = c;
-    };
-    auto ignore = [&](const char* name) {
-      Column c;
-      c.name = name;
-      m[name] = c;
-    };
-    ignore("jobid");
-    m["ts"] = Column{Kind::kTime, "ts", nullptr, 1, 0, 0, "epoch s"};
-    m["nodeid"] = Column{Kind::kId, "nodeid", nullptr, 1, 0, 0, "<host>_<gpu>"};
-    value("gpu_usage", &GpuSample::util_gpu_pct, 1, kPercentRange.lo, kPercentRange.hi, "%");
-    value("gpu_memu", &GpuSample::mem_used_mib, 1024, kMemoryRangeMib.lo, kMemoryRangeMib.hi,
-          "GiB");
-    value("gpu_pu", &GpuSample::power_w, 1, kPowerRangeW.lo, kPowerRangeW.hi, "W");
-    value("gpu_temp", &GpuSample::temperature_c, 1, kTemperatureRangeC.lo, kTemperatureRangeC.hi,
-          "C");
-    value("gpu_memur", &GpuSample::util_mem_pct, 1, kPercentRange.lo, kPercentRange.hi, "%");
-    value("gpu_sclk", &GpuSample::sm_clock_mhz, 1, kClockRangeMhz.lo, kClockRangeMhz.hi, "MHz");
-    value("gpu_clk", &GpuSample::mem_clock_mhz, 1, kClockRangeMhz.lo, kClockRangeMhz.hi, "MHz");
-    value("gpu_pcie_tx", &GpuSample::pcie_tx_bytes_per_s, kGiB, kLinkRangeBytesPerS.lo,
-          kLinkRangeBytesPerS.hi, "GiB/s");
-    value("gpu_pcie_rx", &GpuSample::pcie_rx_bytes_per_s, kGiB, kLinkRangeBytesPerS.lo,
-          kLinkRangeBytesPerS.hi, "GiB/s");
-    value("gpu_nvlink_tx", &GpuSample::nvlink_tx_bytes_per_s, kGiB, kLinkRangeBytesPerS.lo,
-          kLinkRangeBytesPerS.hi, "GiB/s");
-    value("gpu_nvlink_rx", &GpuSample::nvlink_rx_bytes_per_s, kGiB, kLinkRangeBytesPerS.lo,
-          kLinkRangeBytesPerS.hi, "GiB/s");
-    m["gpu_clkr"] = Column{Kind::kReasons, "gpu_clkr", nullptr, 1, 0, 0, "NVML reason bits"};
-    m["gpu_pfst"] = Column{Kind::kPstate, "gpu_pfst", nullptr, 1, 0, 0, "P-state"};
-    // LLview attributes whose unit its source leaves undocumented for this table: not read.
-    for (const char* n :
-         {"gpu_active", "gpu_memf", "gpu_memt", "gpu_link", "gpu_pciw", "gpu_rtp_d", "gpu_rtp_s",
-          "gpu_rtpd", "gpu_eadm_d", "gpu_eadm_s", "gpu_eaom_d", "gpu_eaom_s", "gpu_evdm_d",
-          "gpu_evdm_s", "gpu_evom_d", "gpu_evom_s", "gpuid", "node"}) {
-      ignore(n);
-    }
-    return m;
-  }();
-  return kColumns;
-}
+using ws_table::Column;
+using ws_table::Kind;
+using ws_table::LlviewColumns;
 
 struct FieldTarget {
   std::optional<double> GpuSample::*member;
@@ -126,6 +63,12 @@ bool SplitHostGpu(std::string_view id, std::string_view* host, int* gpu) {
   return true;
 }
 
+// A line of the table: neither blank nor a comment.
+bool IsTableLine(std::string_view line) {
+  const std::string_view t = TrimSpace(line);
+  return !t.empty() && t.front() != '#';
+}
+
 class WsTableSource final : public TelemetrySource {
  public:
   WsTableSource(std::unique_ptr<LineReader> reader, std::string file_host, uint16_t host_index,
@@ -135,18 +78,14 @@ class WsTableSource final : public TelemetrySource {
         host_index_(host_index),
         options_(options),
         llview_(llview),
-        multiple_files_(multiple_files) {}
+        multiple_files_(multiple_files),
+        budget_(options.limits, "rows") {}
 
   Status Init() {
     std::string_view line;
-    bool complete;
-    for (;;) {
-      auto r = reader_->Next(&line, &complete);
-      if (!r.ok()) return r.status();
-      if (!*r) return Status::InvalidInput(fmt::format("{}: empty file", path()));
-      const std::string_view t = TrimSpace(line);
-      if (!t.empty() && t.front() != '#') break;
-    }
+    auto found = NextLineWhere(*reader_, &line, IsTableLine);
+    if (!found.ok()) return found.status();
+    if (!*found) return Status::InvalidInput(fmt::format("{}: empty file", path()));
     header_line_ = reader_->line_number();
     header_text_ = std::string(TrimSpace(line));
     for (std::string_view tok : SplitWhitespace(header_text_)) {
@@ -206,7 +145,7 @@ class WsTableSource final : public TelemetrySource {
             "changes",
             path(), n, Excerpt(t, 80), header_line_, Excerpt(header_text_, 80)));
       }
-      ++records_;
+      budget_.CountRecord();
       JoinDateTime();
       if (tokens_.size() != columns_.size()) {
         if (!complete) {
@@ -582,19 +521,7 @@ class WsTableSource final : public TelemetrySource {
   }
 
   Status Bad(const std::string& kind, std::string message) {
-    ++bad_;
-    if (!first_bad_) first_bad_ = message;
-    warnings_.Add(kind, std::move(message));
-    const double limit = std::max<double>(
-        static_cast<double>(options_.limits.max_bad_floor),
-        options_.limits.max_bad_fraction * static_cast<double>(std::max<int64_t>(records_, 1000)));
-    if (static_cast<double>(bad_) > limit) {
-      return Status::InvalidInput(
-          fmt::format("{}: too many malformed rows ({} of {} so far); "
-                      "first: {}",
-                      path(), bad_, records_, *first_bad_));
-    }
-    return Status::Ok();
+    return budget_.Bad(path(), &warnings_, kind, std::move(message));
   }
 
   void Flush(std::vector<GpuSample>* out) {
@@ -617,23 +544,7 @@ class WsTableSource final : public TelemetrySource {
 
   Status Finish() {
     finished_ = true;
-    const double limit =
-        std::max<double>(static_cast<double>(options_.limits.max_bad_floor),
-                         options_.limits.max_bad_fraction * static_cast<double>(records_));
-    if (static_cast<double>(bad_) > limit) {
-      return Status::InvalidInput(fmt::format("{}: too many malformed rows ({} of {}); first: {}",
-                                              path(), bad_, records_, *first_bad_));
-    }
-    if (emitted_ == 0) {
-      if (first_bad_) {
-        return Status::InvalidInput(
-            fmt::format("{}: no usable samples; first problem: {}", path(), *first_bad_));
-      }
-      return Status::InvalidInput(fmt::format("{}:{}: no samples in the file (it ends at line {})",
-                                              path(), reader_->line_number(),
-                                              reader_->line_number()));
-    }
-    return Status::Ok();
+    return budget_.Finish(path(), emitted_, reader_->line_number());
   }
 
   std::unique_ptr<LineReader> reader_;
@@ -657,26 +568,12 @@ class WsTableSource final : public TelemetrySource {
   Warnings warnings_;
   int64_t repeated_headers_ = 0;
   std::vector<int64_t> repeated_lines_;
-  int64_t records_ = 0, bad_ = 0, emitted_ = 0;
-  std::optional<std::string> first_bad_;
+  MalformedBudget budget_;
+  int64_t emitted_ = 0;
   bool finished_ = false;
 };
 
 }  // namespace
-
-bool LooksLikeLlviewHeader(std::string_view line) {
-  const auto toks = SplitWhitespace(TrimSpace(line));
-  if (toks.size() < 3) return false;
-  bool ts = false, nodeid = false;
-  int gpu = 0;
-  for (auto t : toks) {
-    const std::string l = AsciiLower(t);
-    ts |= l == "ts";
-    nodeid |= l == "nodeid";
-    if (l == "gpu_usage" || l == "gpu_pu") ++gpu;
-  }
-  return ts && nodeid && gpu > 0;
-}
 
 bool LooksLikeWhitespaceTableHeader(std::string_view line) {
   const std::string_view t = TrimSpace(line);
@@ -702,20 +599,13 @@ Result<OpenedFile> OpenWhitespaceTable(std::unique_ptr<LineReader> reader, const
   auto src = std::make_unique<WsTableSource>(std::move(reader), host, host_index, options, llview,
                                              multiple_files);
   WW_RETURN_IF_ERROR(src->Init());
-  OpenedFile f;
-  f.description = src->Describe();
-  f.source = std::move(src);
-  return f;
+  std::string description = src->Describe();
+  return OpenedFileOf(std::move(src), std::move(description));
 }
 
-// --format llview: recognized by its header. --format table: forced by --split-id, by --map on a
-// whitespace-only first line, or by a header line followed by a row of as many fields.
+// --format table: forced by --split-id, by --map on a whitespace-only first line, or by a header
+// line followed by a row of as many fields.
 namespace {
-constexpr DetectRule kLlviewDetect[] = {
-    {50, DetectRule::kLine,
-     [](const DetectLine& l) { return l.index == 0 && LooksLikeLlviewHeader(l.text); }},
-};
-
 bool WhitespaceOnly(std::string_view t) {
   return t.find_first_of(",;\t") == std::string_view::npos && SplitWhitespace(t).size() >= 2;
 }
@@ -744,13 +634,6 @@ Result<OpenedFile> OpenTable(const OpenRequest& r, std::unique_ptr<LineReader> l
                              r.options.multiple_files);
 }
 }  // namespace
-
-extern const Format kLlviewFormat;
-const Format kLlviewFormat{"llview", "LLview/JuRepTool per-GPU job tables (JSC)", kLlviewDetect,
-                           [](const OpenRequest& r, std::unique_ptr<LineReader> lines) {
-                             return OpenTable(r, std::move(lines), /*llview=*/true);
-                           },
-                           write::kLlviewWriters};
 
 extern const Format kTableFormat;
 const Format kTableFormat{"table", "whitespace-separated tables (--map, --split-id)", kTableDetect,

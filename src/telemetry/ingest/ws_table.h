@@ -30,7 +30,7 @@
 // Hosts and GPUs come from nodeid: several hosts in one file are the hosts of the job (the file
 // must then be given alone, as a Prometheus JSON response).
 //
-// `table`: the header's names are recognized as custom-csv recognizes them (table_csv.h), and
+// `table`: the header's names are recognized as custom-csv recognizes them (table_columns.h), and
 // --map FIELD=COLUMN names the rest; `--split-id COLUMN` splits a `<host>_<gpu>` column (the
 // last `_` or `-` before digits). Times: epoch seconds or ms, ISO 8601 (a date and a time in two
 // columns under one name are joined); without a time column --interval-ms, a GPU seen again
