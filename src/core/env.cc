@@ -26,15 +26,6 @@ std::string TooLarge(const std::string& path, uint64_t bytes, uint64_t max_bytes
                      at_least ? "more than " : "", bytes, max_bytes);
 }
 
-const char* FileKind(mode_t mode) {
-  if (S_ISFIFO(mode)) return "a FIFO";
-  if (S_ISDIR(mode)) return "a directory";
-  if (S_ISCHR(mode)) return "a character device";
-  if (S_ISBLK(mode)) return "a block device";
-  if (S_ISSOCK(mode)) return "a socket";
-  return "not a plain file";
-}
-
 // Opens `path` read-only and returns its descriptor only when it is a regular file. O_NONBLOCK
 // makes the open of a FIFO return at once (without it, it waits for a writer forever); the fstat
 // then refuses it. For a regular file O_NONBLOCK has no effect, and it is cleared anyway.
@@ -53,7 +44,7 @@ Result<int> OpenRegular(const std::string& path, struct stat* st) {
   if (!S_ISREG(st->st_mode)) {
     ::close(fd);
     return Status::IoError(fmt::format("{}: not a regular file ({}); give the file itself", path,
-                                       FileKind(st->st_mode)));
+                                       NonRegularFileKind(st->st_mode)));
   }
   const int flags = ::fcntl(fd, F_GETFL);
   if (flags >= 0) ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
@@ -294,6 +285,15 @@ Status MemNotFound(const std::string& path) {
 }
 
 }  // namespace
+
+const char* NonRegularFileKind(mode_t mode) {
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISSOCK(mode)) return "a socket";
+  return "not a plain file";
+}
 
 Result<MemInfo> ParseMemInfo(std::string_view text) {
   MemInfo info;

@@ -12,6 +12,8 @@
 // anything else.
 #pragma once
 
+#include <sys/types.h>
+
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -23,6 +25,10 @@
 #include "core/status.h"
 
 namespace ww {
+
+// What a file that is not a regular one is, in words, for "not a regular file (a FIFO)": a FIFO,
+// a directory, a character or block device, a socket.
+const char* NonRegularFileKind(mode_t mode);
 
 // A file read by offset. Reads are exact: a read past the end is an error, never a short read,
 // so a reader that trusts a lying header gets a clear error rather than garbage.

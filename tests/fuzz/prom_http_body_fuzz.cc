@@ -5,7 +5,7 @@
 // must give a source or an error value, never an exception, and every message must be printable
 // (no raw newlines or terminal escapes: EscapeForTerminal).
 // The transport's own bounds (total deadline, body cap after decompression) are tested against
-// hostile servers in tests/telemetry/http_fetch_test.cc; the corpus
+// hostile servers in tests/telemetry/ingest/http_fetch_test.cc; the corpus
 // (tests/fuzz/corpus/prom_http_body/) runs as a test.
 #include <cstdint>
 #include <cstdlib>

@@ -18,6 +18,7 @@
 #include "telemetry/ingest/dcgm_exporter.h"
 #include "telemetry/ingest/prom_client.h"
 #include "telemetry/ingest/prom_json.h"
+#include "telemetry/sim/output_format.h"
 #include "telemetry/write/sample_writers.h"
 
 namespace ww {
@@ -121,8 +122,11 @@ TEST(DcgmFields, ExporterOrderIsContiguousWithAHelpTextEach) {
   EXPECT_EQ(written.size() + unwritten, DcgmFields().size());
 }
 
-// Writes one tick with every reading the DCGM writers write, in `format`.
-std::string WriteOneTick(write::OutputFormat format, const GpuSample& s) {
+// Writes one tick with every reading the DCGM writers write, in the simulate --format `name`.
+std::string WriteOneTick(const char* name, const GpuSample& s) {
+  auto format = sim::ParseOutputFormat(name);
+  EXPECT_TRUE(format.ok()) << name;
+  if (!format.ok()) return "";
   char* buf = nullptr;
   size_t len = 0;
   std::FILE* out = open_memstream(&buf, &len);
@@ -131,7 +135,7 @@ std::string WriteOneTick(write::OutputFormat format, const GpuSample& s) {
   ctx.model_name = "NVIDIA H100 80GB HBM3";
   ctx.interval_ms = 1000;
   ctx.uuid = [](GpuKey k) { return "GPU-" + std::to_string(k.gpu); };
-  auto w = write::MakeSampleWriter(format, out, ctx);
+  auto w = (*format)->writer->make(out, ctx);
   EXPECT_NE(w, nullptr);
   w->WriteTick({s});
   EXPECT_TRUE(w->Finish().ok());
@@ -160,7 +164,7 @@ GpuSample FullSample() {
 // writer uses is a row the reader knows, with the same value.
 TEST(DcgmFields, ExporterWriterNamesRoundTripThroughTheReader) {
   const GpuSample in = FullSample();
-  const std::string text = WriteOneTick(write::OutputFormat::kDcgmExporter, in);
+  const std::string text = WriteOneTick("dcgm-exporter", in);
   for (const DcgmFieldDef* f : DcgmExporterFields()) {
     EXPECT_THAT(text, HasSubstr(fmt::format("# HELP {} {}\n", f->name, f->help)));
   }
@@ -198,7 +202,7 @@ TEST(DcgmFields, ExporterWriterNamesRoundTripThroughTheReader) {
 // API reader, every written field with the value written.
 TEST(DcgmFields, PrometheusJsonWriterRoundTripsThroughTheReader) {
   const GpuSample in = FullSample();
-  const std::string text = WriteOneTick(write::OutputFormat::kPrometheusJson, in);
+  const std::string text = WriteOneTick("prometheus-json", in);
   ingest::PromJsonDecoder decoder;
   ASSERT_TRUE(decoder.AddDocuments(text, "written").ok());
   EXPECT_EQ(decoder.dcgm_series(), DcgmExporterFields().size());
@@ -218,7 +222,7 @@ TEST(DcgmFields, PrometheusJsonWriterRoundTripsThroughTheReader) {
 // The dmon writer's column tags are the dmon reader's: every tag in its header is a table row
 // read into the member the writer took the value from.
 TEST(DcgmFields, DmonWriterTagsAreTheReadersTags) {
-  const std::string text = WriteOneTick(write::OutputFormat::kDcgmiDmon, FullSample());
+  const std::string text = WriteOneTick("dcgmi-dmon", FullSample());
   const std::string header = text.substr(0, text.find('\n'));
   ASSERT_EQ(header.rfind("# Entity", 0), 0u) << header;
   size_t tags = 0;

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Hostile HTTP servers on 127.0.0.1 (port 0, written to --port-file), one behaviour per --mode,
-for the HTTP clients' bounds (tests/telemetry/http_fetch_test.cc):
+for the HTTP clients' bounds (tests/telemetry/ingest/http_fetch_test.cc):
   trickle     the answer one byte per second (status line included)
   huge        Content-Length 1.5 GB of spaces, streamed
   chunked     an endless chunked body, 1 MB chunks

@@ -78,10 +78,6 @@ Status MalformedBudget::Finish(const std::string& path, int64_t emitted, int64_t
   return Status::Ok();
 }
 
-Status FileSource::Bad(const std::string& kind, std::string message) {
-  return budget_.Bad(path(), &warnings_, kind, message);
-}
-
 bool FileSource::Admit(const GpuSample& s, int64_t line) {
   const size_t g = s.key.gpu;
   if (g >= last_ms_.size()) {

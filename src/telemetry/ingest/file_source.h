@@ -121,7 +121,7 @@ class FileSource : public TelemetrySource {
   void CountRecord() { budget_.CountRecord(); }
   // A malformed record: a documented skip while under budget, else an error naming the file.
   Status Bad(const std::string& kind, std::string message) {
-    return budget_.Bad(path(), &warnings_, kind, std::move(message));
+    return budget_.Bad(path(), &warnings_, kind, message);
   }
   // A documented skip that does not count against the budget (other entity types, ...).
   void Skip(const std::string& kind, std::string message) {

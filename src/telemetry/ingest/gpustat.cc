@@ -57,20 +57,6 @@ Num LeadingNumber(std::string_view text, std::initializer_list<std::string_view>
   return Num::kOk;
 }
 
-std::vector<std::string_view> Split(std::string_view s, char sep) {
-  std::vector<std::string_view> out;
-  size_t pos = 0;
-  for (;;) {
-    const size_t at = s.find(sep, pos);
-    if (at == std::string_view::npos) {
-      out.push_back(s.substr(pos));
-      return out;
-    }
-    out.push_back(s.substr(pos, at - pos));
-    pos = at + 1;
-  }
-}
-
 bool SetNumber(std::string_view text, std::initializer_list<std::string_view> units,
                const char* what, std::optional<double>* field, double lo, double hi,
                std::string* error) {
@@ -257,7 +243,7 @@ bool ParseGpustatLine(std::string_view line, GpustatLine* out, std::string* erro
     return false;
   }
   out->index = index;
-  const auto segments = Split(t.substr(i + 1), '|');
+  const auto segments = SplitFields(t.substr(i + 1), '|');
   if (segments.size() < 3) {
     *error = "fewer than three '|'-separated parts (name | readings | memory |)";
     return false;
@@ -272,7 +258,7 @@ bool ParseGpustatLine(std::string_view line, GpustatLine* out, std::string* erro
     if (depth == 0) readings += c;
     if (c == ')' && depth > 0) --depth;
   }
-  const auto parts = Split(readings, ',');
+  const auto parts = SplitFields(readings, ',');
   // gpustat writes `°C`; a terminal without UTF-8 shows `'C`, `C` or a replacement character.
   if (!SetNumber(parts[0],
                  {"°C", "'C", "C",
@@ -290,7 +276,7 @@ bool ParseGpustatLine(std::string_view line, GpustatLine* out, std::string* erro
     const std::string_view p = TrimSpace(parts[k]);
     if (p.empty()) continue;
     if (p.back() == 'W') {
-      const auto pw = Split(p.substr(0, p.size() - 1), '/');
+      const auto pw = SplitFields(p.substr(0, p.size() - 1), '/');
       if (!SetNumber(pw[0], {""}, "power draw", &out->power_w, kPowerRangeW.lo, kPowerRangeW.hi,
                      error))
         return false;
@@ -319,7 +305,7 @@ bool ParseGpustatLine(std::string_view line, GpustatLine* out, std::string* erro
     *error = fmt::format("memory: '{}' is not 'USED / TOTAL MB'", Excerpt(mem, 24));
     return false;
   }
-  const auto mm = Split(mem.substr(0, mem.size() - 2), '/');
+  const auto mm = SplitFields(mem.substr(0, mem.size() - 2), '/');
   if (mm.size() != 2) {
     *error = fmt::format("memory: '{}' is not 'USED / TOTAL MB'", Excerpt(mem, 24));
     return false;
@@ -403,8 +389,8 @@ constexpr DetectRule kGpustatDetect[] = {
 }  // namespace
 
 extern const Format kGpustatFormat;
-const Format kGpustatFormat{"gpustat",
-                            "gpustat output in a loop (--interval-ms without host lines)",
-                            kGpustatDetect, OpenLines<OpenFileSource<GpustatSource>>, write::kGpustatWriters};
+const Format kGpustatFormat{
+    "gpustat", "gpustat output in a loop (--interval-ms without host lines)", kGpustatDetect,
+    OpenLines<OpenFileSource<GpustatSource>>, write::kGpustatWriters};
 
 }  // namespace ww::ingest

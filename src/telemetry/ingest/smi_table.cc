@@ -305,6 +305,7 @@ constexpr DetectRule kSmiTableDetect[] = {
 
 extern const Format kSmiTableFormat;
 const Format kSmiTableFormat{"smi-table", "the nvidia-smi table in a loop (a Slurm .out)",
-                             kSmiTableDetect, OpenLines<OpenFileSource<SmiTableSource>>, write::kSmiTableWriters};
+                             kSmiTableDetect, OpenLines<OpenFileSource<SmiTableSource>>,
+                             write::kSmiTableWriters};
 
 }  // namespace ww::ingest

@@ -13,6 +13,8 @@
 #include <mutex>
 #include <set>
 
+#include "core/env.h"
+
 namespace ww {
 namespace {
 
@@ -82,15 +84,6 @@ const char* Utf16Kind(const unsigned char* b, size_t n) {
   return "";
 }
 
-const char* FileKind(mode_t mode) {
-  if (S_ISFIFO(mode)) return "a FIFO";
-  if (S_ISDIR(mode)) return "a directory";
-  if (S_ISCHR(mode)) return "a character device";
-  if (S_ISBLK(mode)) return "a block device";
-  if (S_ISSOCK(mode)) return "a socket";
-  return "not a regular file";
-}
-
 // Prints the truncation warning once per path: the nvidia-smi reader has no place for it in its
 // own warnings, and a cut-off file must never be read silently.
 void WarnTruncatedOnce(const std::string& path, const std::string& note) {
@@ -154,7 +147,7 @@ Result<std::unique_ptr<LineReader>> LineReader::Open(const std::string& path,
     return Status::InvalidInput(fmt::format(
         "{}: not a regular file ({}); give a log file, or stream it on standard input as '-' "
         "(e.g. `wattwatch triage - < {}`)",
-        path, FileKind(st.st_mode), path));
+        path, NonRegularFileKind(st.st_mode), path));
   }
   const int flags = ::fcntl(fd, F_GETFL);
   if (flags >= 0) ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
