@@ -240,23 +240,31 @@ def cmd_k8s(path):
   print(f"{path}: {', '.join(d['kind'] for d in docs)} parse and fit together")
 
 
+def systemd_verify(analyze, unit_path, binary, tmp):
+  """`systemd-analyze verify` of the unit with its ExecStart pointed at `binary` (verify checks
+  that ExecStart is executable; the unit's own path may not exist here). The copy is written to
+  the folder `tmp` and its path returned; raises Failure on any output: verify exits 0 on unknown
+  keys but warns, and a misspelt hardening option would be silently lost."""
+  text = open(unit_path, encoding="utf-8").read()
+  exec_start = re.search(r"^ExecStart=(\S+)", text, re.M).group(1)
+  unit = os.path.join(tmp, os.path.basename(unit_path))
+  with open(unit, "w", encoding="utf-8") as f:
+    f.write(text.replace(exec_start, os.path.abspath(binary)))
+  res = subprocess.run([analyze, "verify", unit], capture_output=True, text=True)
+  if res.returncode != 0 or res.stderr.strip() or res.stdout.strip():
+    raise Failure(f"systemd-analyze verify {unit_path}: rc {res.returncode}\n"
+                  f"{res.stdout}{res.stderr}")
+  return unit
+
+
 def cmd_systemd(unit_path, binary):
   analyze = shutil.which("systemd-analyze")
   if not analyze:
     print("SKIP: systemd-analyze is not installed")
     return SKIP
   text = open(unit_path, encoding="utf-8").read()
-  exec_start = re.search(r"^ExecStart=(\S+)", text, re.M).group(1)
   with tempfile.TemporaryDirectory() as tmp:
-    unit = os.path.join(tmp, os.path.basename(unit_path))
-    # verify checks that ExecStart is executable: point it at the binary under test.
-    with open(unit, "w", encoding="utf-8") as f:
-      f.write(text.replace(exec_start, os.path.abspath(binary)))
-    res = subprocess.run([analyze, "verify", unit], capture_output=True, text=True)
-    # verify exits 0 on unknown keys but warns: a misspelt hardening option is silently lost.
-    if res.returncode != 0 or res.stderr.strip() or res.stdout.strip():
-      raise Failure(f"systemd-analyze verify {unit_path}: rc {res.returncode}\n"
-                    f"{res.stdout}{res.stderr}")
+    unit = systemd_verify(analyze, unit_path, binary, tmp)
     res = subprocess.run([analyze, "security", "--offline=true", "--threshold=25", unit],
                          capture_output=True, text=True)
     overall = re.search(r"Overall exposure level for \S+: ([\d.]+)", res.stdout)

@@ -22,6 +22,9 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import check_deploy  # noqa: E402  (the deploy checks' systemd verify)
+
 
 def run(args, **kw):
   return subprocess.run(args, capture_output=True, text=True, **kw)
@@ -84,8 +87,7 @@ def main():
 
     version = re.search(r"project\(wattwatch VERSION (\S+)", open(os.path.join(source, "CMakeLists.txt")).read()).group(1)
     out = run([ww, "--version"]).stdout.strip()
-    if not re.fullmatch(rf"wattwatch {re.escape(version)} \(commit [0-9a-f]{{7,}}(-dirty)?|unknown, \S+ build\)", out) and \
-       not re.fullmatch(rf"wattwatch {re.escape(version)} \(commit ([0-9a-f]{{7,}}(-dirty)?|unknown), \S+ build\)", out):
+    if not re.fullmatch(rf"wattwatch {re.escape(version)} \(commit ([0-9a-f]{{7,}}(-dirty)?|unknown), \S+ build\)", out):
       errors.append(f"--version: {out!r} (want version {version}, a commit and the build type)")
 
     man = shutil.which("man")
@@ -127,14 +129,12 @@ def main():
         errors.append(f"{unit}: ExecStart does not name /usr/bin/wattwatch")
       if not analyze:
         continue
-      # verify wants ExecStart executable: the installed path lives under DESTDIR here.
-      staged = os.path.join(dest, unit)
-      with open(staged, "w") as f:
-        f.write(body.replace("ExecStart=/usr/bin/wattwatch", f"ExecStart={ww}"))
-      res = run([analyze, "verify", staged])
-      os.remove(staged)
-      if res.returncode != 0 or res.stderr.strip() or res.stdout.strip():
-        errors.append(f"systemd-analyze verify {unit}: rc {res.returncode} {res.stdout}{res.stderr}")
+      # The installed path lives under DESTDIR here: verify runs on a copy naming that binary.
+      with tempfile.TemporaryDirectory() as tmp:
+        try:
+          check_deploy.systemd_verify(analyze, path, ww, tmp)
+        except check_deploy.Failure as e:
+          errors.append(str(e))
     promtool = shutil.which("promtool")
     if promtool:
       for rules in ("wattwatch-rules.yml", "wattwatch-fleet-rules.yml"):

@@ -19,6 +19,9 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import check_deploy  # noqa: E402  (the deploy checks' systemd verify)
+
 # What dpkg, apt and man-db keep about packages changes with any install: not the package's files.
 IGNORED = ("/var/lib/dpkg/", "/var/cache/", "/var/lib/apt/", "/var/log/", "/var/lib/man-db/",
            "/etc/ld.so.cache")
@@ -103,9 +106,11 @@ def main():
       for unit in ("wattwatch.service", "wattwatch-fleet.service"):
         path = f"/usr/lib/systemd/system/{unit}"
         if analyze:
-          res = run([analyze, "verify", path])
-          if res.returncode != 0 or res.stdout.strip() or res.stderr.strip():
-            errors.append(f"systemd-analyze verify {path}: rc {res.returncode} {res.stdout}{res.stderr}")
+          with tempfile.TemporaryDirectory() as tmp:
+            try:  # (ExecStart already names the installed binary)
+              check_deploy.systemd_verify(analyze, path, "/usr/bin/wattwatch", tmp)
+            except check_deploy.Failure as e:
+              errors.append(str(e))
         if os.path.lexists(f"/etc/systemd/system/multi-user.target.wants/{unit}"):
           errors.append(f"{unit} was enabled by the package")
       promtool = shutil.which("promtool")
