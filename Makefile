@@ -7,7 +7,7 @@ BENCH := build/bench
 ASAN := build/asan
 DEMO := out/demo
 
-.PHONY: all deps build run test asan bench fuzz clean format format-check tidy package
+.PHONY: all deps build run test asan bench fuzz clean format format-check tidy package dist
 
 all: build
 
@@ -25,6 +25,21 @@ build: deps $(RELEASE)/build.ninja
 # A .deb of the release build (cmake/package.cmake): build/release/packages/wattwatch_*.deb.
 package: build
 	cd $(RELEASE) && cpack -G DEB
+
+# The portable tarball (cmake/deps.cmake, scripts/make-dist.sh): the binary linked statically
+# against everything but glibc, with the units, rules, dashboards and man pages:
+# build/dist/wattwatch-<version>-linux-<arch>.tar.gz. The full cpp-httplib header comes from
+# Debian's source package of the installed version (scripts/dist-sources.sh).
+DIST := build/dist
+$(DIST)/build.ninja:
+	cmake -S . -B $(DIST) -G Ninja -DCMAKE_BUILD_TYPE=Release -DWATTWATCH_PORTABLE=ON \
+	  -DWATTWATCH_TESTS=OFF -DWATTWATCH_BENCH=OFF -DWATTWATCH_DIST_SOURCES=$(CURDIR)/build/dist-src
+
+dist: deps
+	./scripts/dist-sources.sh build/dist-src
+	$(MAKE) $(DIST)/build.ninja
+	cmake --build $(DIST) -j $(JOBS)
+	./scripts/make-dist.sh $(DIST)
 
 # The field report's job: 16 GPUs on 2 hosts, training, a rank-0 checkpoint, then an epoch-end
 # NCCL hang. Simulate it, then triage it as a user would.
@@ -45,8 +60,14 @@ $(ASAN)/build.ninja:
 asan: deps $(ASAN)/build.ninja
 	cmake --build $(ASAN) -j $(JOBS)
 
-test: asan
-	cd $(ASAN) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+# The tests include the portable tarball's (tests/deploy/dist_test.py), so `make test` builds it.
+# tests/ctest_costs.txt seeds ctest's cost data on a fresh clone (ctest keeps it current after),
+# so the longest tests start first and none of them is left to run alone at the end.
+test: asan dist
+	mkdir -p $(ASAN)/Testing/Temporary
+	[ -f $(ASAN)/Testing/Temporary/CTestCostData.txt ] || \
+	  cp tests/ctest_costs.txt $(ASAN)/Testing/Temporary/CTestCostData.txt
+	cd $(ASAN) && WATTWATCH_REQUIRE_DIST=1 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	  ctest --output-on-failure -j $(JOBS)
 
 $(BENCH)/build.ninja:

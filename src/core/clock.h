@@ -4,6 +4,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 
 namespace ww {
@@ -40,5 +41,13 @@ class ManualClock final : public Clock {
   std::atomic<int64_t> unix_ms_;
   std::atomic<int64_t> mono_ns_{0};
 };
+
+// The process's monotonic time in ms, for deadlines of one call (a socket read, a parse budget):
+// a property of the call, not of job time, so it holds under ManualClock too.
+inline int64_t SteadyNowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
 
 }  // namespace ww

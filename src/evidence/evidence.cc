@@ -17,12 +17,6 @@
 namespace ww::evidence {
 namespace {
 
-int64_t SteadyMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
 struct RasPart {
   std::vector<RasReply> replies;
   std::optional<RasVerdict> verdict;
@@ -41,7 +35,7 @@ RasPart CollectRas(const EvidenceOptions& o, int64_t deadline_ms, Clock* clock) 
   q.port = o.ras_port;
   auto query = [&]() -> Result<RasReply> {
     q.timeout_ms = static_cast<int>(std::max<int64_t>(
-        100, std::min<int64_t>(o.ras_query_timeout_ms, deadline_ms - SteadyMs())));
+        100, std::min<int64_t>(o.ras_query_timeout_ms, deadline_ms - SteadyNowMs())));
     return QueryRas(q);
   };
   Result<RasReply> first = query();
@@ -51,8 +45,8 @@ RasPart CollectRas(const EvidenceOptions& o, int64_t deadline_ms, Clock* clock) 
   }
   part.replies.push_back(*first);
   // The second query must still fit before the deadline, or the first stands alone.
-  const int64_t interval_ms =
-      std::min<int64_t>(o.ras_interval_ms, std::max<int64_t>(0, deadline_ms - SteadyMs() - 1000));
+  const int64_t interval_ms = std::min<int64_t>(
+      o.ras_interval_ms, std::max<int64_t>(0, deadline_ms - SteadyNowMs() - 1000));
   clock->SleepUntilMonotonicNs(clock->NowMonotonicNs() + interval_ms * 1000000);
   Result<RasReply> second = query();
   Result<RasSnapshot> s1 = ParseRasReply(*first);
@@ -130,7 +124,7 @@ FrPart CollectFr(const EvidenceOptions& o, int64_t deadline_ms, Clock* clock) {
   }
   if (poked.empty()) return part;
   const int64_t wait_ms =
-      std::min<int64_t>(o.fr_wait_ms, std::max<int64_t>(0, deadline_ms - SteadyMs()));
+      std::min<int64_t>(o.fr_wait_ms, std::max<int64_t>(0, deadline_ms - SteadyNowMs()));
   const int64_t wait_deadline_ns = clock->NowMonotonicNs() + wait_ms * 1000000;
   size_t chosen = 0;
   if (prefixes.size() > 1) {
@@ -193,7 +187,7 @@ std::string RankLabel(const Culprit& c) {
 
 EvidenceReport CollectHangEvidence(const EvidenceOptions& options, const HangContext& context,
                                    Clock* clock) {
-  const int64_t start_ms = SteadyMs();
+  const int64_t start_ms = SteadyNowMs();
   const int64_t deadline_ms = start_ms + options.overall_deadline_ms;
   EvidenceReport report;
   // RAS takes two queries and an interval, the Flight Recorder a wait for the dumps: run both at
@@ -255,7 +249,7 @@ EvidenceReport CollectHangEvidence(const EvidenceOptions& options, const HangCon
     }
     report.summary = "culprit: " + fmt::format("{}", fmt::join(parts, " | "));
   }
-  report.elapsed_s = (SteadyMs() - start_ms) / 1000.0;
+  report.elapsed_s = (SteadyNowMs() - start_ms) / 1000.0;
   if (!options.incident_root.empty()) {
     Result<std::string> dir = WriteIncidentFolder(options.incident_root, context, report);
     if (dir.ok()) {
@@ -365,7 +359,7 @@ struct EvidenceTask::Shared {
 
 EvidenceTask::EvidenceTask(EvidenceOptions options, HangContext context, Clock* clock)
     : shared_(std::make_shared<Shared>()),
-      deadline_steady_ms_(SteadyMs() + options.overall_deadline_ms) {
+      deadline_steady_ms_(SteadyNowMs() + options.overall_deadline_ms) {
   std::thread([shared = shared_, o = std::move(options), c = std::move(context), clock]() {
     EvidenceReport r;
     try {
@@ -391,15 +385,15 @@ bool EvidenceTask::Ready() const {
   return shared_->report.has_value() && !taken_;
 }
 
-bool EvidenceTask::Overdue() const { return SteadyMs() >= deadline_steady_ms_; }
+bool EvidenceTask::Overdue() const { return SteadyNowMs() >= deadline_steady_ms_; }
 
 std::optional<EvidenceReport> EvidenceTask::Take(int64_t timeout_ms) {
   if (taken_) return std::nullopt;
   // Never past the overall deadline, whatever the caller asks.
   const int64_t until =
-      std::min(SteadyMs() + std::max<int64_t>(0, timeout_ms), deadline_steady_ms_);
+      std::min(SteadyNowMs() + std::max<int64_t>(0, timeout_ms), deadline_steady_ms_);
   std::unique_lock<std::mutex> lock(shared_->mu);
-  shared_->cv.wait_for(lock, std::chrono::milliseconds(std::max<int64_t>(0, until - SteadyMs())),
+  shared_->cv.wait_for(lock, std::chrono::milliseconds(std::max<int64_t>(0, until - SteadyNowMs())),
                        [&] { return shared_->report.has_value(); });
   if (!shared_->report) return std::nullopt;
   taken_ = true;

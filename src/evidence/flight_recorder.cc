@@ -28,12 +28,6 @@ bool IsTorchFrame(std::string_view filename) {
          filename.empty() || filename[0] == '<';
 }
 
-int64_t SteadyNowMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
 // Reads a parsed dump within FrReadLimits: every dict lookup and list walk is charged to a work
 // budget, results for values shared by memo reference (an entry, a frames list) are computed
 // once, and strings are cut at max_field_chars.

@@ -42,14 +42,6 @@ bool StartsWithIgnoreCase(std::string_view s, std::string_view prefix) {
   return s.size() >= prefix.size() && AsciiLower(s.substr(0, prefix.size())) == AsciiLower(prefix);
 }
 
-int64_t SteadyNowMs() {
-  // A socket deadline is a property of this call, not of job time: it must hold under
-  // ManualClock too, so it uses the process's monotonic clock directly.
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
 class Fd {
  public:
   explicit Fd(int fd) : fd_(fd) {}

@@ -142,10 +142,6 @@ Status RecordingSource::Next(std::vector<GpuSample>* out) {
 
 namespace {
 
-std::string HostName(const TriageReport& r, uint16_t host) {
-  return host < r.hosts.size() ? r.hosts[host] : fmt::format("host{}", host);
-}
-
 std::string Escape(std::string_view s) {
   std::string out;
   out.reserve(s.size());
@@ -169,8 +165,6 @@ std::string Escape(std::string_view s) {
   }
   return out;
 }
-
-std::string Duration(double s) { return FormatDuration(s); }
 
 // Rounded for the page: a watt or a percent is finer than anyone reads off a chart.
 int Round(float v) { return static_cast<int>(std::lround(v)); }
@@ -305,7 +299,7 @@ std::string Headline(const TriageReport& r) {
       fmt::format("<p class=\"headline\">{} GPUs on {} host{}, {} &rarr; {} ({}). ", r.gpus.size(),
                   r.hosts.size(), r.hosts.size() == 1 ? "" : "s",
                   FormatIsoMs(r.first_ms, r.with_zone), FormatIsoMs(r.last_ms, r.with_zone),
-                  Duration(static_cast<double>(r.last_ms - r.first_ms) / 1000.0));
+                  FormatDuration(static_cast<double>(r.last_ms - r.first_ms) / 1000.0));
   if (r.hang_episodes.empty()) {
     h += "No hang found.";
   } else {
@@ -326,8 +320,9 @@ std::string EpisodeList(const TriageReport& r) {
     h += fmt::format("<li><b>{} &rarr; {}</b>{} ({}, {} GPUs, {:.2f} GPU-hours); detected at {}",
                      FormatIsoMs(e.start_ms, r.with_zone), FormatIsoMs(e.end_ms, r.with_zone),
                      e.ongoing ? " (still stuck at end of log)" : "",
-                     Duration(static_cast<double>(e.end_ms - e.start_ms) / 1000.0), e.gpus.size(),
-                     e.wasted_gpu_hours(), FormatIsoMs(e.detected_at_ms, r.with_zone));
+                     FormatDuration(static_cast<double>(e.end_ms - e.start_ms) / 1000.0),
+                     e.gpus.size(), e.wasted_gpu_hours(),
+                     FormatIsoMs(e.detected_at_ms, r.with_zone));
     std::string culprits;
     for (GpuKey k : e.culprits) {
       culprits +=

@@ -116,7 +116,7 @@ const char* StateColor(GpuState s) {
   return "";
 }
 
-std::string Duration(double s) { return FormatDuration(s, /*compact=*/true); }
+std::string CompactDuration(double s) { return FormatDuration(s, /*compact=*/true); }
 
 // Clips a plain (ASCII) string to n columns.
 std::string Clip(std::string s, int n) {
@@ -235,11 +235,11 @@ std::vector<std::string> RenderTop(const TopModel& model, const TopViewState& v)
   if (hang) {
     const double dur_s = static_cast<double>(hang->end_ms - hang->start_ms) / 1000.0;
     std::string h = active ? fmt::format("HANG since {} ({}), {} GPUs stuck - culprit: {}",
-                                         FormatIsoMs(hang->start_ms), Duration(dur_s),
+                                         FormatIsoMs(hang->start_ms), CompactDuration(dur_s),
                                          hang->gpus.size(), KeyList(model, hang->culprits))
                            : fmt::format("last hang {} -> {} ({}), culprit: {}",
                                          FormatIsoMs(hang->start_ms), FormatIsoMs(hang->end_ms),
-                                         Duration(dur_s), KeyList(model, hang->culprits));
+                                         CompactDuration(dur_s), KeyList(model, hang->culprits));
     lines.push_back(std::string(v.color ? "\x1b[1;31m" : "") + Clip(h, width) + reset);
     int shown = 0;
     for (const auto& reason : hang->reasons) {

@@ -10,17 +10,16 @@
 #include "triage/verdict.h"
 
 namespace ww::report {
-namespace {
 
 std::string HostName(const TriageReport& r, uint16_t host) {
   return host < r.hosts.size() ? r.hosts[host] : fmt::format("host{}", host);
 }
 
+namespace {
+
 std::string GpuLabel(const TriageReport& r, GpuKey k) {
   return fmt::format("{}/GPU{}", HostName(r, k.host), k.gpu);
 }
-
-std::string Duration(double s) { return FormatDuration(s); }
 
 std::string GpuList(const TriageReport& r, const std::vector<GpuKey>& keys) {
   return triage::GpuListName(keys, r.hosts);
@@ -168,8 +167,8 @@ std::string RenderText(const TriageReport& r, bool color) {
   for (const auto& g : r.gpus) samples += g.samples;
   out += fmt::format("wattwatch triage: {} host{}, {} GPU{}, {} .. {} ({}), {} samples\n\n",
                      r.hosts.size(), r.hosts.size() == 1 ? "" : "s", r.gpus.size(),
-                     r.gpus.size() == 1 ? "" : "s", ts(r.first_ms), ts(r.last_ms), Duration(span_s),
-                     samples);
+                     r.gpus.size() == 1 ? "" : "s", ts(r.first_ms), ts(r.last_ms),
+                     FormatDuration(span_s), samples);
   if (!r.host_paths.empty()) {
     out += "hosts:";
     for (size_t h = 0; h < r.hosts.size() && h < r.host_paths.size(); ++h) {
@@ -237,7 +236,7 @@ std::string RenderText(const TriageReport& r, bool color) {
     const double dur = static_cast<double>(e.end_ms - e.start_ms) / 1000.0;
     out += fmt::format("{}HANG {}{}: {} stuck from {} to {}{} ({}); confirmed at {} (+{:.1f} s)\n",
                        red, i + 1, reset, GpuList(r, e.gpus), ts(e.start_ms), ts(e.end_ms),
-                       e.ongoing ? " (still stuck at the end of the log)" : "", Duration(dur),
+                       e.ongoing ? " (still stuck at the end of the log)" : "", FormatDuration(dur),
                        ts(e.detected_at_ms),
                        static_cast<double>(e.detected_at_ms - e.start_ms) / 1000.0);
     out += fmt::format("  culprit{}: {}\n", e.culprits.size() == 1 ? "" : "s",
@@ -268,17 +267,18 @@ std::string RenderText(const TriageReport& r, bool color) {
             "  {} .. {}: no samples from any GPU for {}; episodes end at its start, the gap "
             "counts towards nothing\n",
             ts(e.start_ms), ts(e.end_ms),
-            Duration(static_cast<double>(e.end_ms - e.start_ms) / 1000.0));
+            FormatDuration(static_cast<double>(e.end_ms - e.start_ms) / 1000.0));
       }
     }
   }
   if (!r.checkpoints.empty()) {
     double total = 0;
     for (const auto& c : r.checkpoints) total += static_cast<double>(c.covered_ms()) / 1000.0;
-    out += fmt::format("\nCheckpoints: {} ({} in all)\n", r.checkpoints.size(), Duration(total));
+    out +=
+        fmt::format("\nCheckpoints: {} ({} in all)\n", r.checkpoints.size(), FormatDuration(total));
     for (const auto& c : r.checkpoints) {
       // Each reading stands for the interval before it: one reading at 15 s sampling is 15 s.
-      const std::string span = Duration(static_cast<double>(c.covered_ms()) / 1000.0);
+      const std::string span = FormatDuration(static_cast<double>(c.covered_ms()) / 1000.0);
       const std::string when =
           c.start_ms == c.end_ms ? fmt::format("{} ({}, one reading)", ts(c.start_ms), span)
                                  : fmt::format("{} .. {} ({})", ts(c.start_ms), ts(c.end_ms), span);

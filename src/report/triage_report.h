@@ -57,6 +57,8 @@ TriageReport MakeReport(const triage::TriageEngine& engine, std::vector<std::str
                         std::vector<std::string> warnings);
 
 std::string RenderText(const TriageReport& report, bool color = false);
+// A host's name as the report prints it ("node1"; "host3" past the list).
+std::string HostName(const TriageReport& report, uint16_t host);
 nlohmann::json RenderJson(const TriageReport& report);
 
 }  // namespace ww::report

@@ -240,6 +240,19 @@ def cmd_k8s(path):
   print(f"{path}: {', '.join(d['kind'] for d in docs)} parse and fit together")
 
 
+def help_commands(binary, **kw):
+  """The subcommands `binary --help` lists (its "Subcommands:" section), in order."""
+  out = subprocess.run([binary, "--help"], capture_output=True, text=True, timeout=60, **kw).stdout
+  commands = []
+  on = False
+  for line in out.splitlines():
+    if line.startswith("Subcommands:"):
+      on = True
+    elif on and re.match(r"^  [a-z]", line):
+      commands.append(line.split()[0])
+  return commands
+
+
 def systemd_verify(analyze, unit_path, binary, tmp):
   """`systemd-analyze verify` of the unit with its ExecStart pointed at `binary` (verify checks
   that ExecStart is executable; the unit's own path may not exist here). The copy is written to

@@ -46,13 +46,7 @@ def main():
       for n in names:
         files.add(os.path.relpath(os.path.join(root, n), dest))
     ww = os.path.join(dest, "usr/bin/wattwatch")
-    commands = []
-    on = False
-    for line in run([ww, "--help"]).stdout.splitlines():
-      if line.startswith("Subcommands:"):
-        on = True
-      elif on and re.match(r"^  [a-z]", line):
-        commands.append(line.split()[0])
+    commands = check_deploy.help_commands(ww)
     if len(commands) < 10:
       errors.append(f"wattwatch --help lists {len(commands)} commands: {commands}")
     docs = {f"usr/share/doc/wattwatch/docs/{os.path.relpath(os.path.join(r, n), os.path.join(source, 'docs'))}"

@@ -38,7 +38,7 @@ void AppendEscaped(std::string* out, std::string_view v) {
 }
 
 // Prometheus writes sample values as strings: decimal, "NaN", "+Inf", "-Inf".
-bool ParseValue(std::string_view s, double* out) {
+bool ParsePromJsonValue(std::string_view s, double* out) {
   if (FastDecimal(s.data(), s.data() + s.size(), out)) return true;
   if (s == "NaN") {
     *out = std::nan("");
@@ -287,7 +287,7 @@ bool PromJsonDecoder::ScanDocument(std::string_view doc, const std::string& at, 
     if (!in.Eat('[') || !in.Number(&t) || !in.Eat(',') || !in.PlainString(&word) || !in.Eat(']')) {
       return false;
     }
-    if (!(t >= 0 && t < kMaxUnixS) || !ParseValue(word, &v)) return false;
+    if (!(t >= 0 && t < kMaxUnixS) || !ParsePromJsonValue(word, &v)) return false;
     if (s != nullptr) {
       const int64_t ts_ms = std::llround(t * 1000);
       if (!s->points.empty() && ts_ms < s->points.back().ts_ms) s->unsorted = true;
@@ -453,7 +453,7 @@ Status PromJsonDecoder::AddDocument(std::string_view doc, const std::string& whe
       }
       double v = 0;
       const std::string& vs = p[1].get_ref<const std::string&>();
-      if (!ParseValue(vs, &v)) {
+      if (!ParsePromJsonValue(vs, &v)) {
         warnings_.Add("point with a value that is not a number skipped",
                       fmt::format("{}, {}, point {}: '{}'", at, name, index, Excerpt(vs, 30)));
         return;

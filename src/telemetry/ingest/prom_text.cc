@@ -12,7 +12,7 @@ bool IsNameStart(char c) {
 }
 bool IsNameChar(char c) { return IsNameStart(c) || (c >= '0' && c <= '9'); }
 
-bool ParseValue(std::string_view v, double* out) {
+bool ParseExpositionValue(std::string_view v, double* out) {
   if (v == "NaN" || v == "nan") {
     *out = std::numeric_limits<double>::quiet_NaN();
     return true;
@@ -90,7 +90,7 @@ bool ParsePromLine(std::string_view line, PromSample* out, std::string* error) {
     *error = "no value";
     return false;
   }
-  if (!ParseValue(line.substr(i, j - i), &out->value)) {
+  if (!ParseExpositionValue(line.substr(i, j - i), &out->value)) {
     *error = "value is not a number";
     return false;
   }
