@@ -39,6 +39,7 @@ struct TriageFlags {
   // --prometheus URL instead of files (AddPrometheusFlags, OpenPrometheusInput).
   std::string prometheus;
   std::string start, end, selector, step;
+  std::string prometheus_vendor = "nvidia";  // --prometheus-vendor
   std::vector<std::string> prometheus_headers;
   std::string prometheus_token_file;
   std::vector<std::string> host_offsets;  // HOST=SECONDS
@@ -61,6 +62,7 @@ Result<OpenedInputs> OpenPrometheusInput(const TriageFlags& f) {
   q.start_ms = *start;
   q.end_ms = *end;
   q.selector = f.selector;
+  q.vendor = f.prometheus_vendor;
   if (!f.step.empty()) {
     auto step = ingest::ParsePromDurationMs(f.step);
     if (!step.ok()) return Status::InvalidInput("--step: " + step.status().message());
@@ -96,6 +98,11 @@ void AddPrometheusFlags(CLI::App* cmd, TriageFlags* f) {
   cmd->add_option("--selector", f->selector,
                   "--prometheus: label matchers for the DCGM series, e.g. "
                   "'{job=\"dcgm\",Hostname=~\"node1.*\"}'");
+  cmd->add_option("--prometheus-vendor", f->prometheus_vendor,
+                  "--prometheus: whose exporter stored the series: nvidia (dcgm-exporter, the "
+                  "default), amd (device-metrics-exporter: gpu_power_usage, gpu_gfx_activity, "
+                  "...), gaudi (habanalabs_power_mW, habanalabs_utilization, ...)")
+      ->check(CLI::IsMember({"nvidia", "amd", "gaudi"}));
   cmd->add_option("--step", f->step,
                   "--prometheus: query step (15s, 1m); default: the series' own scrape interval, "
                   "so every stored sample is read once");
