@@ -32,12 +32,14 @@ struct TriageFlags {
   std::vector<std::string> map;
   std::string wide;      // --wide METRIC
   std::string split_id;  // --split-id COLUMN
+  int year = 0;          // --year YYYY
   int64_t interval_ms = 0;
   triage::TriageOptions triage;  // --hang-confirm-s, --max-checkpoint-s bind here (one default)
   std::string color = "auto";
   // --prometheus URL instead of files (AddPrometheusFlags, OpenPrometheusInput).
   std::string prometheus;
   std::string start, end, selector, step;
+  std::string prometheus_vendor = "nvidia";  // --prometheus-vendor
   std::vector<std::string> prometheus_headers;
   std::string prometheus_token_file;
   std::vector<std::string> host_offsets;  // HOST=SECONDS
@@ -60,6 +62,7 @@ Result<OpenedInputs> OpenPrometheusInput(const TriageFlags& f) {
   q.start_ms = *start;
   q.end_ms = *end;
   q.selector = f.selector;
+  q.vendor = f.prometheus_vendor;
   if (!f.step.empty()) {
     auto step = ingest::ParsePromDurationMs(f.step);
     if (!step.ok()) return Status::InvalidInput("--step: " + step.status().message());
@@ -95,6 +98,11 @@ void AddPrometheusFlags(CLI::App* cmd, TriageFlags* f) {
   cmd->add_option("--selector", f->selector,
                   "--prometheus: label matchers for the DCGM series, e.g. "
                   "'{job=\"dcgm\",Hostname=~\"node1.*\"}'");
+  cmd->add_option("--prometheus-vendor", f->prometheus_vendor,
+                  "--prometheus: whose exporter stored the series: nvidia (dcgm-exporter, the "
+                  "default), amd (device-metrics-exporter: gpu_power_usage, gpu_gfx_activity, "
+                  "...), gaudi (habanalabs_power_mW, habanalabs_utilization, ...)")
+      ->check(CLI::IsMember({"nvidia", "amd", "gaudi"}));
   cmd->add_option("--step", f->step,
                   "--prometheus: query step (15s, 1m); default: the series' own scrape interval, "
                   "so every stored sample is read once");
@@ -131,6 +139,7 @@ Result<int> RunTriage(const TriageFlags& f) {
   io.format = *format;
   io.wide_metric = f.wide;
   io.split_id = f.split_id;
+  io.year = f.year;
   for (const auto& m : f.map) WW_RETURN_IF_ERROR(ParseMapFlag(m, &io.map));
   report::TriageRunOptions ro;
   for (const auto& spec : f.host_offsets) {
@@ -193,7 +202,8 @@ Any column order or subset, with or without units/header (then pass --query), or
 --interval-ms), dcgm-exporter /metrics scrapes, W&B system metrics (CSV, JSON lines),
 `nvidia-smi` tables in a loop (a Slurm .out), CSVs with your own column names (--map),
 gpustat output in a loop, one-column-per-GPU frames (--wide METRIC), LLview job tables,
-whitespace tables (--map, --split-id), any of them gzip- or zstd-compressed; `-` reads
+whitespace tables (--map, --split-id), Intel Gaudi hl-smi CSVs (--year when the file has
+no full date: hl-smi cuts the year), any of them gzip- or zstd-compressed; `-` reads
 standard input. A header repeated before every sample is skipped. Host = file name without
 extension (same-named files from different folders: a/node0, b/node0). An output flag given an
 input log or an existing telemetry log is refused (a glob after --html), unless --force.
@@ -216,6 +226,7 @@ Examples:
   wattwatch triage wandb_power.csv --wide power     # ,timestamp,GPU 0,...,GPU 7
   wattwatch triage GPU_9438058_node.dat             # LLview: hosts from nodeid
   wattwatch triage gpu.txt --map power=watts --split-id node_gpu
+  wattwatch triage hl.csv --year 2026    # hl-smi -Q timestamp,module_id,... -f csv -l 1
 
 Formats (--format; recognized from the content unless given):
 )") + InputFormatHelp() +
@@ -257,6 +268,10 @@ Exit codes: 0 triage ran; 2 unusable input (the message names file, line and fie
   cmd->add_option("--split-id", flags->split_id,
                   "COLUMN of a whitespace table holding '<host>_<gpu>' (as LLview's nodeid): "
                   "hosts and GPUs from it");
+  cmd->add_option("--year", flags->year,
+                  "the year of timestamps whose year the tool cut (hl-smi prints 'UTC 202'), "
+                  "when the file has no full date")
+      ->check(CLI::Range(1970, 2199));
   cmd->add_option("--map", flags->map,
                   "FIELD=COLUMN for a home-made CSV (repeatable): time, gpu, uuid, name, power, "
                   "power_limit, util, mem_util, memory_used, memory_total, temperature, "

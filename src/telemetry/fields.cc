@@ -129,4 +129,35 @@ std::span<const DcgmFieldDef* const> DcgmExporterFields() {
   return kWritten;
 }
 
+namespace {
+// AMD: ROCm/device-metrics-exporter's docs/configuration/metricslist.md (power in W, activity in
+// %, VRAM in MB as amd-smi counts them: MiB). Gaudi: the habanalabs_* names of Intel's Prometheus
+// Metric Exporter (docs.habana.ai): power and its default limit in mW, memory in bytes.
+constexpr double kMibPerByte = 1.0 / (1024.0 * 1024.0);
+constexpr ExporterSeriesDef kExporterSeries[] = {
+    {"amd", "gpu_power_usage", "DCGM_FI_DEV_POWER_USAGE", 1},
+    {"amd", "gpu_gfx_activity", "DCGM_FI_DEV_GPU_UTIL", 1},
+    {"amd", "gpu_umc_activity", "DCGM_FI_DEV_MEM_COPY_UTIL", 1},
+    {"amd", "gpu_used_vram", "DCGM_FI_DEV_FB_USED", 1},
+    {"amd", "gpu_total_vram", "DCGM_FI_DEV_FB_TOTAL", 1},
+    {"amd", "gpu_edge_temperature", "DCGM_FI_DEV_GPU_TEMP", 1},      // MI2xx
+    {"amd", "gpu_junction_temperature", "DCGM_FI_DEV_GPU_TEMP", 1},  // MI3xx (never both)
+    {"gaudi", "habanalabs_power_mW", "DCGM_FI_DEV_POWER_USAGE", 0.001},
+    {"gaudi", "habanalabs_power_default_limit_mW", "DCGM_FI_DEV_POWER_MGMT_LIMIT", 0.001},
+    {"gaudi", "habanalabs_utilization", "DCGM_FI_DEV_GPU_UTIL", 1},
+    {"gaudi", "habanalabs_memory_used_bytes", "DCGM_FI_DEV_FB_USED", kMibPerByte},
+    {"gaudi", "habanalabs_memory_total_bytes", "DCGM_FI_DEV_FB_TOTAL", kMibPerByte},
+    {"gaudi", "habanalabs_temperature_onchip", "DCGM_FI_DEV_GPU_TEMP", 1},
+};
+}  // namespace
+
+std::span<const ExporterSeriesDef> ExporterSeries() { return kExporterSeries; }
+
+const ExporterSeriesDef* ExporterSeriesByName(std::string_view name) {
+  for (const ExporterSeriesDef& s : kExporterSeries) {
+    if (name == s.name) return &s;
+  }
+  return nullptr;
+}
+
 }  // namespace ww

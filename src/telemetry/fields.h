@@ -71,4 +71,21 @@ const DcgmFieldDef* DcgmFieldByDmonTag(std::string_view tag);
 // The rows the DCGM writers write, in dcgm-exporter's order.
 std::span<const DcgmFieldDef* const> DcgmExporterFields();
 
+// The other vendors' exporters, as series of the DCGM table: AMD's device-metrics-exporter
+// (ROCm/device-metrics-exporter: gpu_power_usage, gpu_gfx_activity, ... with gpu_id and hostname
+// labels) and Intel Gaudi's metric exporter (habanalabs_power_mW, habanalabs_utilization, ...).
+// A scrape of either reads as a dcgm-exporter scrape: each series lands in its DCGM row's member,
+// its value times `scale` (mW -> W, bytes -> MiB). One series per DCGM row and vendor (a scrape
+// naming one row twice would read as two scrapes): AMD's gpu_package_power, which MI3xx boards
+// export beside gpu_power_usage, is not read.
+struct ExporterSeriesDef {
+  const char* vendor;     // "amd", "gaudi"
+  const char* name;       // the exporter's metric name
+  const char* dcgm_name;  // the DcgmFieldDef it stands for
+  double scale;           // value x scale = the DCGM row's unit
+};
+std::span<const ExporterSeriesDef> ExporterSeries();
+// The row of metric `name`; nullptr when none.
+const ExporterSeriesDef* ExporterSeriesByName(std::string_view name);
+
 }  // namespace ww

@@ -32,6 +32,8 @@ struct Row {
   double tdp_w, idle_w, max_sm, idle_sm, mem_clock, mem_mib;
   std::string_view source;
   Keys keys = {};
+  GpuVendor vendor = GpuVendor::kNvidia;
+  int devices_per_power_reading = 1;
 };
 
 GpuModel Derived(const Row& r) {
@@ -51,7 +53,9 @@ GpuModel Derived(const Row& r) {
              /*spin_typical_w=*/0,
              r.source,
              /*spin_derived=*/true,
-             r.keys};
+             r.keys,
+             r.vendor,
+             r.devices_per_power_reading};
   return m;
 }
 
@@ -101,6 +105,18 @@ constexpr std::array<std::string_view, 1> kH800Pcie{"h800 pcie"};
 constexpr std::array<std::string_view, 1> kH200Nvl{"h200 nvl"};
 constexpr std::array<std::string_view, 2> kGh200{"gh200 480gb", "gh200 144g hbm3e"};
 constexpr std::array<std::string_view, 1> kB300{"b300 sxm6 ac"};
+// AMD: the PCI device ids amd-smi prints when it has no market name (pci.ids: 740f MI210,
+// 740c MI250X/MI250, 74a0 MI300A, 74a1 MI300X, 74a5 MI325X).
+constexpr std::array<std::string_view, 1> kMi210{"0x740f"};
+constexpr std::array<std::string_view, 1> kMi250x{"0x740c"};
+constexpr std::array<std::string_view, 1> kMi300a{"0x74a0"};
+constexpr std::array<std::string_view, 1> kMi300x{"0x74a1"};
+constexpr std::array<std::string_view, 1> kMi325x{"0x74a5"};
+// Intel Gaudi: hl-smi's name is the module's part number.
+constexpr std::array<std::string_view, 2> kGaudi2{"hl-225", "gaudi 2"};
+constexpr std::array<std::string_view, 2> kGaudi3{"hl-325l", "gaudi 3"};
+constexpr auto kAmd = GpuVendor::kAmd;
+constexpr auto kIntel = GpuVendor::kIntel;
 
 std::vector<GpuModel> BuildTable() {
   // Limits and memory: NVIDIA's data sheets (the default power limit nvidia-smi shows; memory
@@ -234,12 +250,65 @@ std::vector<GpuModel> BuildTable() {
                 "DGX Spark spec (GB10 SoC 140 W, unified memory: no memory.total); spin "
                 "measured: vllm-project/vllm#46097 ~15 W; idle derived"},
                5, 25, 15, 60),
+
+      // AMD Instinct. Limits are the Typical Board Power of AMD's product pages (the default cap
+      // amd-smi shows), memory the HBM per device as amd-smi reports VRAM total; engine clocks the
+      // data sheets' peak. No data sheet gives idle power: the idle figures are assumed (typical
+      // no-process readings), and the bands follow from them by the rules above.
+      // MI250/MI250X: one OAM package holds two GCDs, each its own device (rank). Power and the
+      // limit are the package's (560 W: 500 W TBP, 560 W peak, the cap rocm-smi reports), read on
+      // the first GCD; the second reads N/A. So the watts and the spin band are per package and
+      // the memory (64 GB) per GCD; the simulator leaves the second GCD's power empty.
+      // ROCm/rccl PR #1600: an MI250X hang, the frozen rank at 0 W while the waiting ranks held
+      // 120-130 W.
+      Derived({"AMD Instinct MI210", "mi210", 300, 40, 1700, 500, 1600, 65536,
+               "data sheet (AMD Instinct MI210 PCIe: 300 W TBP, 64 GB HBM2e, 1700 MHz); idle "
+               "assumed; spin derived",
+               kMi210, kAmd}),
+      Measured({"AMD Instinct MI250X", "mi250x", 560, 90, 1700, 500, 1600, 65536,
+                "data sheet (AMD Instinct MI250X OAM: 500 W TBP, 560 W peak, per package of two "
+                "GCDs; 128 GB HBM2e, 64 GB per GCD); spin measured: ROCm/rccl PR #1600 waiting "
+                "ranks 120-130 W, the frozen rank 0 W; idle assumed",
+                kMi250x, kAmd, 2},
+               90, 150, 125),
+      Measured({"AMD Instinct MI250", "mi250", 560, 90, 1700, 500, 1600, 65536,
+                "data sheet (AMD Instinct MI250 OAM: 500 W TBP, 560 W peak, per package of two "
+                "GCDs; 128 GB HBM2e, 64 GB per GCD); spin as the MI250X's (same package power)",
+                Keys{}, kAmd, 2},
+               90, 150, 125, 0, true),
+      Derived({"AMD Instinct MI300X", "mi300x", 750, 140, 2100, 500, 1300, 196608,
+               "data sheet (AMD Instinct MI300X OAM: 750 W TBP, 192 GB HBM3, 2100 MHz); idle "
+               "assumed; spin derived",
+               kMi300x, kAmd}),
+      Derived({"AMD Instinct MI300A", "mi300a", 550, 100, 2100, 500, 1300, 0,
+               "data sheet (AMD Instinct MI300A APU: 550 W TBP, 760 W peak liquid-cooled; 128 GB "
+               "HBM3 shared with the CPU: no VRAM total of its own); idle assumed; spin derived",
+               kMi300a, kAmd}),
+      Derived({"AMD Instinct MI325X", "mi325x", 1000, 160, 2100, 500, 1500, 262144,
+               "data sheet (AMD Instinct MI325X OAM: 1000 W TBP, 256 GB HBM3E, 2100 MHz); idle "
+               "assumed; spin derived",
+               kMi325x, kAmd}),
+      Derived({"AMD Instinct MI355X", "mi355x", 1400, 200, 2400, 500, 2000, 294912,
+               "data sheet (AMD Instinct MI355X OAM, liquid-cooled: 1400 W TBP, 288 GB HBM3E, "
+               "2400 MHz); idle assumed; spin derived",
+               Keys{}, kAmd}),
+      // Intel Gaudi. hl-smi names the module (HL-225, HL-325L). Limits and memory: Intel's Gaudi 2
+      // and Gaudi 3 white papers (memory as hl-smi's memory.total); Gaudi has no SM clock, the
+      // clocks are nominal and only the simulator reads them; idle assumed.
+      Derived({"HL-225", "gaudi2", 600, 100, 1800, 800, 1600, 98304,
+               "Intel Gaudi 2 white paper (HL-225 OAM: 600 W, 96 GB HBM2E; hl-smi memory.total "
+               "98304 MiB); idle assumed; spin derived",
+               kGaudi2, kIntel}),
+      Derived({"HL-325L", "gaudi3", 900, 150, 1800, 800, 1900, 131072,
+               "Intel Gaudi 3 white paper (HL-325L air-cooled OAM: 900 W, 128 GB HBM2e; hl-smi -p "
+               "sets 450-850 W); idle assumed; spin derived",
+               kGaudi3, kIntel}),
   };
   return t;
 }
 
-// Lower case, without the vendor and line words nvidia-smi puts before the model, spaces
-// collapsed; "..." (nvidia-smi's truncation) removed and reported.
+// Lower case, without the vendor and line words the tools put before the model (NVIDIA, Tesla,
+// AMD Instinct, Intel), spaces collapsed; "..." (nvidia-smi's truncation) removed and reported.
 std::string Normalize(std::string_view name, bool* truncated) {
   std::string s;
   for (char c : name) s += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -259,7 +328,8 @@ std::string Normalize(std::string_view name, bool* truncated) {
     while (j < s.size() && s[j] != ' ') ++j;
     std::string_view word(s.data() + i, j - i);
     if (!word.empty() && word != "nvidia" && word != "tesla" && word != "geforce" &&
-        word != "quadro") {
+        word != "quadro" && word != "amd" && word != "instinct" && word != "intel" &&
+        word != "habana") {
       if (!out.empty()) out += ' ';
       out += word;
     }
@@ -385,6 +455,12 @@ std::optional<BoardMatch> MatchBoard(std::string_view name, std::optional<double
         Near(*memory_total_mib, m.memory_total_mib, 0.04)) {
       fit.push_back(&m);
     }
+  }
+  // Boards of several vendors fit (an RTX PRO 6000 and a Gaudi 2 are both 600 W and 96 GB): the
+  // NVIDIA ones, as before the other vendors' rows; name-less logs come from NVIDIA's tools.
+  if (std::any_of(fit.begin(), fit.end(),
+                  [](const GpuModel* m) { return m->vendor == GpuVendor::kNvidia; })) {
+    std::erase_if(fit, [](const GpuModel* m) { return m->vendor != GpuVendor::kNvidia; });
   }
   if (fit.empty() || !std::all_of(fit.begin(), fit.end(), [&](const GpuModel* m) {
         return m->spin_hi_w == fit[0]->spin_hi_w && m->idle_w == fit[0]->idle_w;

@@ -1,13 +1,16 @@
-// Board knowledge: what each NVIDIA board people train and serve on draws idle, while a rank waits
-// in a collective (a spin: utilization pegged, almost no SM work) and while it computes, with the
-// source of each number. The table (gpu_models.cc) is the one place these numbers live: the
-// triage calibration, the one-snapshot verdict and the simulator all read it. A board missing
-// here still works: triage then learns the range from the log itself, and says so.
+// Board knowledge: what each board people train and serve on (NVIDIA, AMD Instinct, Intel Gaudi)
+// draws idle, while a rank waits in a collective (a spin: utilization pegged, almost no SM work)
+// and while it computes, with the source of each number. The table (gpu_models.cc) is the one
+// place these numbers live: the triage calibration, the one-snapshot verdict and the simulator
+// all read it. A board missing here still works: triage then learns the range from the log
+// itself, and says so.
 //
 // Matching (MatchBoard): by the name as nvidia-smi, DCGM and W&B print it ("NVIDIA H100 80GB
-// HBM3", "Tesla V100-SXM2-16GB", the truncated "Tesla V100-SXM2..."), on token boundaries and
-// longest key first (so "NVIDIA GB200" is a GB200, not a B200); else by power limit and memory
-// total when exactly one kind of board has both.
+// HBM3", "Tesla V100-SXM2-16GB", the truncated "Tesla V100-SXM2..."), as amd-smi/rocm-smi print
+// it ("AMD Instinct MI300X", "AMD Instinct MI250X/MI250", "0x74a1") and as hl-smi prints it
+// ("HL-225"), on token boundaries and longest key first (so "NVIDIA GB200" is a GB200, not a
+// B200); else by power limit and memory total when exactly one kind of board has both (when
+// boards of several vendors fit, the NVIDIA ones: name-less logs come from NVIDIA's tools).
 // Thread-safety: the table is immutable after first use; every function may be called from any
 // thread.
 #pragma once
@@ -20,8 +23,10 @@
 
 namespace ww {
 
+enum class GpuVendor { kNvidia, kAmd, kIntel };
+
 struct GpuModel {
-  std::string_view name;   // as nvidia-smi prints it
+  std::string_view name;   // as the vendor's tool (nvidia-smi, amd-smi, hl-smi) prints it
   std::string_view match;  // the key `simulate --model` takes (and the primary name key)
   double tdp_w;            // default board power limit
   double idle_w;           // no process, clocks down
@@ -47,6 +52,11 @@ struct GpuModel {
   bool spin_derived = true;  // no public measurement of this board's spin: the band is derived
   // Further name keys (normalized: lower case, without "nvidia"/"tesla"/"geforce"/"quadro").
   std::span<const std::string_view> keys = {};
+  GpuVendor vendor = GpuVendor::kNvidia;
+  // Devices that share one power reading: an MI250/MI250X OAM package holds two GCDs, each a
+  // device of its own, and the package's power (and limit) is reported on the first GCD, the
+  // second reading N/A. The watts above are then per package, the memory per device (GCD).
+  int devices_per_power_reading = 1;
 };
 
 // The power limits a board of a known model can be set to: NVIDIA's SXM boards allow limits from

@@ -60,6 +60,31 @@ TEST(BoardTable, NamesAsToolsPrintThem) {
       {"", {70}, {15360}, "Tesla T4"},
       {"NVIDIA GeForce ...", {450}, {24564}, "NVIDIA GeForce RTX 4090"},
       {"", {700}, {}, ""},  // a limit alone fits H100, H200, H800 and more
+      // AMD Instinct as amd-smi / rocm-smi print it, marketing names and PCI device ids.
+      {"AMD Instinct MI300X", {}, {}, "AMD Instinct MI300X"},
+      {"AMD Instinct MI300X OAM", {}, {}, "AMD Instinct MI300X"},
+      {"0x74a1", {}, {}, "AMD Instinct MI300X"},
+      {"AMD Instinct MI300A", {}, {}, "AMD Instinct MI300A"},
+      {"0x74a0", {}, {}, "AMD Instinct MI300A"},
+      {"AMD Instinct MI250X/MI250", {}, {}, "AMD Instinct MI250X"},
+      {"AMD Instinct MI250", {}, {}, "AMD Instinct MI250"},
+      {"0x740c", {}, {}, "AMD Instinct MI250X"},
+      {"Instinct MI210", {}, {}, "AMD Instinct MI210"},
+      {"0x740f", {}, {}, "AMD Instinct MI210"},
+      {"AMD Instinct MI325X", {}, {}, "AMD Instinct MI325X"},
+      {"0x74a5", {}, {}, "AMD Instinct MI325X"},
+      {"AMD Instinct MI355X", {}, {}, "AMD Instinct MI355X"},
+      {"", {750}, {196592}, "AMD Instinct MI300X"},
+      // Intel Gaudi as hl-smi prints it.
+      {"HL-225", {}, {}, "HL-225"},
+      {"HL-325L", {}, {}, "HL-325L"},
+      {"Intel Gaudi 3", {}, {}, "HL-325L"},
+      {"", {900}, {131072}, "HL-325L"},
+      // The other vendors' rows leave NVIDIA's limit-and-memory matches as they were: a Gaudi 2
+      // is 600 W and 96 GB like an RTX PRO 6000, an MI355X 1400 W and 288 GB like a GB300.
+      {"", {600}, {97887}, "NVIDIA RTX PRO 6000 Blackwell Workstation Edition"},
+      {"", {1400}, {284208}, "NVIDIA GB300"},
+      {"", {1000}, {183359}, "NVIDIA B200"},
       {"Acme Accelerator X1", {}, {}, ""},
       {"", {}, {}, ""},
   };
@@ -100,6 +125,13 @@ TEST(BoardTable, EveryRowIsConsistentAndSourced) {
   for (double w : {100.0, 150.0, 157.0}) EXPECT_LE(w, band("NVIDIA H100 80GB HBM3").spin_hi_w);
   for (double w : {232.0, 280.0}) EXPECT_LE(w, band("NVIDIA GB200").spin_hi_w);
   EXPECT_LE(15.0, band("NVIDIA GB10").spin_hi_w);
+  // ROCm/rccl PR #1600: MI250X ranks waiting at 120-130 W (per package, on its first GCD).
+  for (double w : {120.0, 130.0}) {
+    EXPECT_LE(w, band("AMD Instinct MI250X").spin_hi_w);
+    EXPECT_GE(w, band("AMD Instinct MI250X").spin_lo_w);
+  }
+  EXPECT_EQ(band("AMD Instinct MI250X").devices_per_power_reading, 2);
+  EXPECT_FALSE(band("AMD Instinct MI250X").spin_derived);
   EXPECT_GE(68.2, band("Tesla T4").compute_lo_w) << "the loaded T4 of the ericsson scrape";
   EXPECT_GE(984.0, band("NVIDIA GB200").compute_lo_w);
   EXPECT_LT(MaxMeasuredSpinPowerW(), 400) << "no board was measured waiting at 400 W";

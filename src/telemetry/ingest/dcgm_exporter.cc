@@ -11,6 +11,14 @@
 namespace ww::ingest {
 namespace {
 
+// A sample line of one of the other vendors' exporter series (fields.h, ExporterSeries).
+bool IsOtherVendorSampleLine(std::string_view line) {
+  if (!IsPromSampleLine(line, "gpu_") && !IsPromSampleLine(line, "habanalabs_")) return false;
+  const std::string_view t = TrimSpace(line);
+  const size_t end = t.find_first_of("{ \t");
+  return ExporterSeriesByName(t.substr(0, end)) != nullptr;
+}
+
 using Kind = DcgmFieldKind;
 
 }  // namespace
@@ -29,9 +37,9 @@ const DcgmScrapeDecoder::Slot& DcgmScrapeDecoder::Resolve(std::string_view block
   std::string_view gpu, uuid, model, bus, host, mig;
   std::map<std::string, std::string> extra;
   for (const PromLabel& l : label_buf_) {
-    if (l.name == "gpu") gpu = l.value;
+    if (l.name == "gpu" || l.name == "gpu_id") gpu = l.value;  // gpu_id: AMD's exporter
     if (l.name == "UUID") uuid = l.value;
-    if (l.name == "modelName") model = l.value;
+    if (l.name == "modelName" || l.name == "card_model") model = l.value;
     if (l.name == "pci_bus_id") bus = l.value;
     if (l.name == "Hostname" || l.name == "hostname") host = l.value;
     if (l.name == "GPU_I_ID") mig = l.value;
@@ -117,13 +125,21 @@ const DcgmScrapeDecoder::Slot& DcgmScrapeDecoder::Resolve(std::string_view block
 
 DcgmScrapeDecoder::LineResult DcgmScrapeDecoder::Series(std::string_view line, SeriesRef* ref,
                                                         std::string* why) {
-  if (!IsPromSampleLine(line, kDcgmFieldPrefix)) return LineResult::kIgnored;
+  const bool dcgm = IsPromSampleLine(line, kDcgmFieldPrefix);
+  if (!dcgm && !IsOtherVendorSampleLine(line)) return LineResult::kIgnored;
   std::string err;
   if (!ParsePromLine(line, &sample_, &err)) {
     *why = err;
     return LineResult::kMalformed;
   }
-  const int field = DcgmFieldIndex(sample_.name);
+  int field = -1;
+  ref->scale = 1;
+  if (dcgm) {
+    field = DcgmFieldIndex(sample_.name);
+  } else if (const ExporterSeriesDef* other = ExporterSeriesByName(sample_.name)) {
+    field = DcgmFieldIndex(other->dcgm_name);
+    ref->scale = other->scale;
+  }
   if (field < 0) return LineResult::kIgnored;
   const Slot& slot = Resolve(sample_.label_block);
   if (slot.skip) {
@@ -169,7 +185,7 @@ DcgmScrapeDecoder::LineResult DcgmScrapeDecoder::Store(const SeriesRef& ref,
   if (p.seen == 0) slots_in_scrape_.push_back(ref.gpu);
   p.seen |= bit;
   const DcgmFieldDef& def = DcgmFields()[static_cast<size_t>(field)];
-  const double v = value;
+  const double v = value * ref.scale;
   if (std::isnan(v)) return LineResult::kRead;  // no reading: absent, never 0
   if (!(v >= def.range.lo && v <= def.range.hi)) {
     *why = fmt::format("{}: {} is out of the plausible range", def.name, v);
@@ -406,16 +422,19 @@ Result<OpenedFile> OpenDcgmExporter(std::unique_ptr<LineReader> reader, const st
 }
 
 // --format dcgm-exporter: recognized by a DCGM field's sample line anywhere in the first lines (a
-// scrape may follow a page of other output).
+// scrape may follow a page of other output), or one of another vendor's exporter series.
 namespace {
 constexpr DetectRule kDcgmExporterDetect[] = {
     {120, DetectRule::kLine,
      [](const DetectLine& l) { return IsPromSampleLine(l.text, kDcgmFieldPrefix); }},
+    {121, DetectRule::kLine, [](const DetectLine& l) { return IsOtherVendorSampleLine(l.text); }},
 };
 }  // namespace
 
 extern const Format kDcgmExporterFormat;
-const Format kDcgmExporterFormat{"dcgm-exporter", "dcgm-exporter /metrics text",
+const Format kDcgmExporterFormat{"dcgm-exporter",
+                                 "dcgm-exporter /metrics text (also AMD's device-metrics-exporter "
+                                 "and Intel Gaudi's metric exporter)",
                                  kDcgmExporterDetect, OpenLines<OpenDcgmExporter>,
                                  write::kDcgmExporterWriters};
 

@@ -78,6 +78,7 @@ class DcgmScrapeDecoder {
   struct SeriesRef {
     int field = -1;
     uint16_t gpu = 0;
+    double scale = 1;  // another vendor's series (ExporterSeries): its value times this
   };
   LineResult Series(std::string_view line, SeriesRef* ref, std::string* why);
   LineResult Store(const SeriesRef& ref, std::optional<int64_t> timestamp_ms, double value,

@@ -69,6 +69,8 @@ struct ReaderOptions {
   std::string wide_metric;
   // --split-id COLUMN: a column holding `<host>_<gpu>` (whitespace tables); empty: none.
   std::string split_id;
+  // --year: the year of timestamps whose year the tool cut (hl-smi's "UTC 202"); 0: unset.
+  int year = 0;
   FileSourceLimits limits;
 };
 

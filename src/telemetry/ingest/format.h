@@ -37,6 +37,7 @@ struct IngestOptions {
   std::vector<std::pair<std::string, std::string>> map;  // --map FIELD=COLUMN
   std::string wide_metric;      // --wide METRIC: what `GPU 0`-style columns hold
   std::string split_id;         // --split-id COLUMN: a `<host>_<gpu>` column of a whitespace table
+  int year = 0;                 // --year: for hl-smi's cut years; 0: unset
   bool multiple_files = false;  // set by OpenTelemetryFiles: a prometheus-json file must be alone
 };
 

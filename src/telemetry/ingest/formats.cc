@@ -16,12 +16,13 @@ extern const Format kGpustatFormat;       // gpustat.cc
 extern const Format kWideFormat;          // custom_csv.cc
 extern const Format kLlviewFormat;        // ws_table.cc
 extern const Format kTableFormat;         // ws_table.cc
+extern const Format kHlSmiFormat;         // hl_smi.cc
 
 namespace {
 constexpr const Format* kFormats[] = {
     &kNvidiaSmiFormat, &kDcgmiDmonFormat, &kDcgmExporterFormat, &kWandbFormat,
     &kSmiTableFormat,  &kCustomCsvFormat, &kPromJsonFormat,     &kGpustatFormat,
-    &kWideFormat,      &kLlviewFormat,    &kTableFormat,
+    &kWideFormat,      &kLlviewFormat,    &kTableFormat,        &kHlSmiFormat,
 };
 }  // namespace
 

@@ -230,6 +230,7 @@ Result<ingest::OpenedFile> OpenTelemetryFile(const std::string& path, const std:
   ro.map = options.map;
   ro.wide_metric = options.wide_metric;
   ro.split_id = options.split_id;
+  ro.year = options.year;
   ro.limits.max_bad_fraction = options.replay.max_bad_row_fraction;
   ro.limits.max_bad_floor = options.replay.max_bad_rows_floor;
   const ingest::OpenRequest request{path, host, host_index, options, ro};

@@ -23,8 +23,15 @@ namespace {
 using nlohmann::json;
 
 // The series a range is read by (its raw spacing is the scrape interval): power draw's.
-std::string PowerSeriesMatcher() {
-  return fmt::format("__name__=\"{}\"", DcgmFieldOf(&GpuSample::power_w).name);
+std::string PowerSeriesName(std::string_view vendor) {
+  const char* dcgm = DcgmFieldOf(&GpuSample::power_w).name;
+  for (const ExporterSeriesDef& s : ExporterSeries()) {
+    if (vendor == s.vendor && std::string_view(s.dcgm_name) == dcgm) return s.name;
+  }
+  return dcgm;
+}
+std::string PowerSeriesMatcher(std::string_view vendor) {
+  return fmt::format("__name__=\"{}\"", PowerSeriesName(vendor));
 }
 
 class HttplibProm final : public PromHttp {
@@ -135,9 +142,9 @@ std::string WithSelector(const std::string& base_matcher, const std::string& inn
 }
 
 // Median spacing of raw samples in a range vector at `at_ms` over `window_ms`; 0 when none.
-Result<int64_t> RawSpacingMs(PromHttp& http, const std::string& inner, int64_t at_ms,
-                             int64_t window_ms, int* requests) {
-  const std::string q = WithSelector(PowerSeriesMatcher(), inner) +
+Result<int64_t> RawSpacingMs(PromHttp& http, const std::string& inner, std::string_view vendor,
+                             int64_t at_ms, int64_t window_ms, int* requests) {
+  const std::string q = WithSelector(PowerSeriesMatcher(vendor), inner) +
                         fmt::format("[{}ms]", std::max<int64_t>(window_ms, 1000));
   ++*requests;
   auto j = GetJson(http, "/api/v1/query", {{"query", q}, {"time", SecondsParam(at_ms)}},
@@ -171,11 +178,14 @@ Result<int64_t> RawSpacingMs(PromHttp& http, const std::string& inner, int64_t a
 
 Status NoSeriesError(PromHttp& http, const PromRangeQuery& q, const std::string& query) {
   std::string names;
-  auto j = GetJson(http, "/api/v1/label/__name__/values",
-                   {{"match[]", fmt::format("{{__name__=~\"{}.*\"}}", kDcgmFieldPrefix)},
-                    {"start", SecondsParam(q.start_ms)},
-                    {"end", SecondsParam(q.end_ms)}},
-                   "label values");
+  auto j =
+      GetJson(http, "/api/v1/label/__name__/values",
+              {{"match[]", q.vendor == "nvidia"
+                               ? fmt::format("{{__name__=~\"{}.*\"}}", kDcgmFieldPrefix)
+                               : fmt::format("{{__name__=~\"{}\"}}", VendorMetricRegex(q.vendor))},
+               {"start", SecondsParam(q.start_ms)},
+               {"end", SecondsParam(q.end_ms)}},
+              "label values");
   size_t count = 0;
   if (j.ok() && (*j)["data"].is_array()) {
     for (const auto& n : (*j)["data"]) {
@@ -195,7 +205,7 @@ Status NoSeriesError(PromHttp& http, const PromRangeQuery& q, const std::string&
     have = fmt::format("the server has {} DCGM metrics in that range ({}{})", count, names,
                        count > 8 ? ", ..." : "");
     auto s = GetJson(http, "/api/v1/series",
-                     {{"match[]", "{" + PowerSeriesMatcher() + "}"},
+                     {{"match[]", "{" + PowerSeriesMatcher(q.vendor) + "}"},
                       {"start", SecondsParam(q.start_ms)},
                       {"end", SecondsParam(q.end_ms)}},
                      "series");
@@ -209,7 +219,7 @@ Status NoSeriesError(PromHttp& http, const PromRangeQuery& q, const std::string&
         }
       }
       have += fmt::format("; {} {} series, e.g. {{{}}}", (*s)["data"].size(),
-                          DcgmFieldOf(&GpuSample::power_w).name, EscapeForTerminal(labels, 300));
+                          PowerSeriesName(q.vendor), EscapeForTerminal(labels, 300));
     }
   }
   return Status::InvalidInput(fmt::format("no DCGM series matched {} at {} between {} and {}; {}",
@@ -329,7 +339,23 @@ std::string DcgmMetricRegex() {
   return out;
 }
 
+std::string VendorMetricRegex(std::string_view vendor) {
+  if (vendor == "nvidia") return DcgmMetricRegex();
+  std::string out;
+  for (const ExporterSeriesDef& s : ExporterSeries()) {
+    if (vendor != s.vendor) continue;
+    if (!out.empty()) out += '|';
+    out += s.name;
+  }
+  return out;
+}
+
 Result<PromFetched> FetchDcgmRange(PromHttp& http, const PromRangeQuery& q) {
+  if (VendorMetricRegex(q.vendor).empty()) {
+    return Status::InvalidInput(
+        fmt::format("--prometheus-vendor '{}': expected nvidia, amd or gaudi",
+                    EscapeForTerminal(q.vendor, 40)));
+  }
   if (q.end_ms <= q.start_ms) {
     return Status::InvalidInput(fmt::format("--end ({}) must be after --start ({})",
                                             FormatIsoMs(q.end_ms, true),
@@ -348,7 +374,7 @@ Result<PromFetched> FetchDcgmRange(PromHttp& http, const PromRangeQuery& q) {
     const int64_t w = std::min<int64_t>(range_ms, 10 * 60 * 1000);
     for (const auto& [at, window] :
          {std::pair{q.end_ms, w}, std::pair{q.start_ms + w, w}, std::pair{q.end_ms, range_ms}}) {
-      auto s = RawSpacingMs(http, inner, at, window, &out.requests);
+      auto s = RawSpacingMs(http, inner, q.vendor, at, window, &out.requests);
       if (!s.ok()) return s.status();
       if (*s > 0) {
         step_ms = *s;
@@ -356,7 +382,7 @@ Result<PromFetched> FetchDcgmRange(PromHttp& http, const PromRangeQuery& q) {
       }
     }
     if (step_ms <= 0) {
-      const std::string sel = WithSelector(PowerSeriesMatcher(), inner);
+      const std::string sel = WithSelector(PowerSeriesMatcher(q.vendor), inner);
       // One sample per series only: the spacing cannot be found, so ask for a step.
       auto probe =
           GetJson(http, "/api/v1/query",
@@ -370,7 +396,8 @@ Result<PromFetched> FetchDcgmRange(PromHttp& http, const PromRangeQuery& q) {
       return NoSeriesError(http, q, sel);
     }
   }
-  const std::string query = WithSelector("__name__=~\"" + DcgmMetricRegex() + "\"", inner);
+  const std::string query =
+      WithSelector("__name__=~\"" + VendorMetricRegex(q.vendor) + "\"", inner);
   PromJsonDecoder decoder;
   const int64_t per_request = std::max<int64_t>(1, q.max_points_per_series - 1) * step_ms;
   for (int64_t from = q.start_ms; from <= q.end_ms; from += per_request + step_ms) {

@@ -67,6 +67,10 @@ struct PromRangeQuery {
   std::string selector;                   // "{job=\"dcgm\",Hostname=~\"node.*\"}" or empty
   int64_t step_ms = 0;                    // 0: the series' own scrape interval
   int64_t max_points_per_series = 10000;  // per request; Prometheus refuses over 11,000
+  // Whose exporter stored the series: "nvidia" (dcgm-exporter's DCGM_FI_*), "amd"
+  // (device-metrics-exporter) or "gaudi" (habanalabs_*): the other vendors' series of
+  // ExporterSeries (telemetry/fields.h), read as their DCGM rows, units converted.
+  std::string vendor = "nvidia";
 };
 
 struct PromFetched {
@@ -79,6 +83,10 @@ struct PromFetched {
 // Every field of the DCGM field table (telemetry/fields.h), which the readers read, as a regex
 // alternation for __name__: a field added to the table is fetched.
 std::string DcgmMetricRegex();
+// The same for a vendor of PromRangeQuery::vendor ("nvidia": DcgmMetricRegex()).
+std::string VendorMetricRegex(std::string_view vendor);
+// The vendors --prometheus-vendor takes.
+inline constexpr const char* kPromVendors[] = {"nvidia", "amd", "gaudi"};
 
 Result<PromFetched> FetchDcgmRange(PromHttp& http, const PromRangeQuery& query);
 

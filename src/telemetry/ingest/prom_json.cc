@@ -201,7 +201,8 @@ int64_t PromJsonDecoder::SeriesFor(const json& metric, const std::string& at, si
     return -1;
   }
   const std::string name = name_it->get<std::string>();
-  if (name.rfind(kDcgmFieldPrefix, 0) != 0) {
+  const bool dcgm = name.rfind(kDcgmFieldPrefix, 0) == 0;
+  if (!dcgm && ExporterSeriesByName(name) == nullptr) {  // AMD's and Gaudi's read as DCGM rows
     warnings_.Add("non-DCGM series skipped", ValidUtf8(name));
     return -1;
   }
@@ -241,7 +242,8 @@ int64_t PromJsonDecoder::SeriesFor(const json& metric, const std::string& at, si
     Series s;
     s.host = host;
     s.line_prefix = prefix;
-    s.name = name.substr(kDcgmFieldPrefix.size());
+    s.name = dcgm ? name.substr(kDcgmFieldPrefix.size()) : name;
+    s.metric = name;
     series_.push_back(std::move(s));
   }
   return static_cast<int64_t>(sit->second);
@@ -438,7 +440,7 @@ Status PromJsonDecoder::AddDocument(std::string_view doc, const std::string& whe
     const int64_t index = SeriesFor(*metric, at, r);
     if (index < 0) continue;
     Series& s = series_[static_cast<size_t>(index)];
-    const std::string name = std::string(kDcgmFieldPrefix) + s.name;
+    const std::string& name = s.metric;
     const auto add_point = [&](const json& p, size_t index) {
       if (!p.is_array() || p.size() != 2 || !p[0].is_number() || !p[1].is_string()) {
         warnings_.Add("point that is not [unix_seconds, \"value\"] skipped",

@@ -86,7 +86,8 @@ class PromJsonDecoder {
   struct Series {
     std::string host;
     std::string line_prefix;  // `NAME{labels} ` as dcgm-exporter would print it
-    std::string name;
+    std::string name;         // the DCGM field without DCGM_FI_, or another vendor's metric name
+    std::string metric;       // the metric name as stored
     std::vector<Point> points;
     bool unsorted = false;
   };

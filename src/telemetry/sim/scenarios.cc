@@ -17,8 +17,9 @@ namespace {
 double SpinPowerW(const GpuModel& m) { return m.spin_typical_w; }
 
 GpuModelParams FromTable(const GpuModel& m) {
-  return {std::string(m.name), m.tdp_w,         m.idle_w,           m.max_sm_clock_mhz,
-          m.idle_sm_clock_mhz, m.mem_clock_mhz, m.memory_total_mib, SpinPowerW(m)};
+  return {std::string(m.name),        m.tdp_w,         m.idle_w,           m.max_sm_clock_mhz,
+          m.idle_sm_clock_mhz,        m.mem_clock_mhz, m.memory_total_mib, SpinPowerW(m),
+          m.devices_per_power_reading};
 }
 
 }  // namespace

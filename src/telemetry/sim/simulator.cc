@@ -404,6 +404,10 @@ bool Simulator::NextTick(std::vector<GpuSample>* samples, std::vector<TruthLabel
       g.act_gr = g.act_sm = g.act_occ = g.act_tensor = g.act_dram = 0;
       g.act_nvlink = g.act_pcie = 0;
     }
+    if (m.devices_per_power_reading > 1 && g.key.gpu % m.devices_per_power_reading != 0) {
+      out.power_w.reset();  // the package's power is read on its first device
+      out.power_limit_w.reset();
+    }
     DropFields(&out);
     samples->push_back(out);
     truth->push_back({out.timestamp_ms, g.key, last.truth});

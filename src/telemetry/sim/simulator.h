@@ -69,6 +69,9 @@ struct GpuModelParams {
   // 0: idle + 12 % of the range. It differs by generation: an A100 spins at ~35 % of its limit,
   // an H100 at ~20 % (the real 8xH100 traces: ~150 W), so triage must learn it from the trace.
   double spin_w = 0;
+  // Devices per power reading (an MI250X package: 2 GCDs): the power and limit are the
+  // package's, on its first device; the others report none (amd-smi's N/A).
+  int devices_per_power_reading = 1;
 };
 
 struct ScenarioConfig {

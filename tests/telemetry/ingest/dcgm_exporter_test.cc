@@ -2,6 +2,7 @@
 // exporter's own timestamps and labels, documented skips.
 #include "telemetry/ingest/dcgm_exporter.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "telemetry/ingest/read_support.h"
@@ -32,6 +33,54 @@ TEST(DcgmExporter, ScrapesSplitWhereASeriesRepeats) {
   EXPECT_EQ(d.labels[1].labels.at("namespace"), "ml");
   EXPECT_EQ(d.labels[1].labels.at("container"), "pt");
   EXPECT_THAT(d.description, HasSubstr("30000 ms apart (--interval-ms)"));
+}
+
+// Other vendors' exporters read as dcgm-exporter scrapes (fields.h, ExporterSeries): AMD's
+// device-metrics-exporter (W, %, MB, gpu_id) and Intel Gaudi's (mW, bytes), units converted.
+TEST(DcgmExporter, AmdAndGaudiExporterScrapes) {
+  TempDir dir;
+  const std::string amd = dir / "mi300.prom";
+  std::string text;
+  for (int scrape = 0; scrape < 2; ++scrape) {
+    for (int g = 0; g < 2; ++g) {
+      const std::string l = fmt::format(
+          "{{card_model=\"AMD Instinct MI300X OAM\",gpu_id=\"{}\",hostname=\"mi-node1\"}}", g);
+      text += fmt::format("gpu_power_usage{} {}\ngpu_package_power{} {}\n", l, 130 + g, l, 131 + g);
+      text += fmt::format("gpu_gfx_activity{} 100\ngpu_umc_activity{} 0\n", l, l);
+      text += fmt::format("gpu_used_vram{} 150000\ngpu_total_vram{} 196592\n", l, l);
+      text += fmt::format("gpu_junction_temperature{} 51\ngpu_clock{} 2100\n", l, l);
+    }
+  }
+  WriteFile(amd, text);
+  Drained a = ReadOne(amd, 15000);
+  ASSERT_TRUE(a.status.ok()) << a.status.message();
+  EXPECT_EQ(Format(a), "dcgm-exporter");
+  ASSERT_EQ(a.samples.size(), 4u);
+  EXPECT_DOUBLE_EQ(*a.samples[1].power_w, 131) << "gpu_power_usage, not gpu_package_power";
+  EXPECT_DOUBLE_EQ(*a.samples[1].util_gpu_pct, 100);
+  EXPECT_DOUBLE_EQ(*a.samples[1].mem_used_mib, 150000);
+  EXPECT_DOUBLE_EQ(*a.samples[1].mem_total_mib, 196592);
+  EXPECT_EQ(a.samples[1].key.gpu, 1);
+  EXPECT_EQ(a.samples[2].timestamp_ms - a.samples[0].timestamp_ms, 15000);
+  EXPECT_EQ(a.gpus[0].name, "AMD Instinct MI300X OAM");
+
+  const std::string gaudi = dir / "gaudi.prom";
+  WriteFile(gaudi,
+            "# HELP habanalabs_power_mW Power usage in milli-watts\n"
+            "habanalabs_power_mW{UUID=\"01P4-HL3090A0-18-U4V193-22-07-00\"} 245000\n"
+            "habanalabs_power_default_limit_mW{UUID=\"01P4-HL3090A0-18-U4V193-22-07-00\"} 900000\n"
+            "habanalabs_utilization{UUID=\"01P4-HL3090A0-18-U4V193-22-07-00\"} 100\n"
+            "habanalabs_memory_used_bytes{UUID=\"01P4-HL3090A0-18-U4V193-22-07-00\"} 107374182400\n"
+            "habanalabs_memory_total_bytes{UUID=\"01P4-HL3090A0-18-U4V193-22-07-00\"} "
+            "137438953472\n");
+  Drained g = ReadOne(gaudi, 30000);
+  ASSERT_TRUE(g.status.ok()) << g.status.message();
+  ASSERT_EQ(g.samples.size(), 1u);
+  EXPECT_DOUBLE_EQ(*g.samples[0].power_w, 245) << "mW -> W";
+  EXPECT_DOUBLE_EQ(*g.samples[0].power_limit_w, 900);
+  EXPECT_DOUBLE_EQ(*g.samples[0].util_gpu_pct, 100);
+  EXPECT_DOUBLE_EQ(*g.samples[0].mem_used_mib, 102400) << "bytes -> MiB";
+  EXPECT_DOUBLE_EQ(*g.samples[0].mem_total_mib, 131072);
 }
 
 TEST(DcgmExporter, OwnTimestampsAndHpcJob) {

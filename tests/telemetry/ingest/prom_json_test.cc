@@ -297,6 +297,10 @@ class ScriptedProm : public PromHttp {
  public:
   int64_t first_ms = 1700000000000, last_ms = 1700000000000 + 30000 * 1000, scrape_ms = 1000;
   bool empty = false;
+  // Another vendor's exporter: its power series, GPU label and unit (x value_scale).
+  std::string power_metric = "DCGM_FI_DEV_POWER_USAGE";
+  std::string gpu_label = "gpu";
+  double value_scale = 1;
   std::vector<std::multimap<std::string, std::string>> range_requests;
   std::vector<std::string> paths;
 
@@ -321,13 +325,12 @@ class ScriptedProm : public PromHttp {
         nlohmann::json values = nlohmann::json::array();
         for (int64_t t = from; t <= to; t += step) {
           if (t < first_ms || t > last_ms) continue;
-          values.push_back({t / 1000.0, fmt::format("{}", 100 + gpu)});
+          values.push_back({t / 1000.0, fmt::format("{}", (100 + gpu) * value_scale)});
         }
-        result.push_back({{"metric",
-                           {{"__name__", "DCGM_FI_DEV_POWER_USAGE"},
-                            {"gpu", std::to_string(gpu)},
-                            {"Hostname", "n0"}}},
-                          {"values", values}});
+        result.push_back(
+            {{"metric",
+              {{"__name__", power_metric}, {gpu_label, std::to_string(gpu)}, {"Hostname", "n0"}}},
+             {"values", values}});
       }
     } else if (path == "/api/v1/query") {
       const std::string q = param("query");
@@ -341,8 +344,8 @@ class ScriptedProm : public PromHttp {
           if (t > at - w && t <= at) values.push_back({(t + (t / scrape_ms) % 3) / 1000.0, "1"});
         }
         if (!values.empty()) {
-          result.push_back({{"metric", {{"__name__", "DCGM_FI_DEV_POWER_USAGE"}, {"gpu", "0"}}},
-                            {"values", values}});
+          result.push_back(
+              {{"metric", {{"__name__", power_metric}, {gpu_label, "0"}}}, {"values", values}});
         }
       }
     } else if (path == "/api/v1/label/__name__/values") {
@@ -381,6 +384,35 @@ TEST(PromClient, StepIsTheScrapeIntervalAndLongRangesAreSplitUnder11000Points) {
   EXPECT_EQ(r.samples.front().timestamp_ms, prom.first_ms);
   EXPECT_EQ(r.samples.back().timestamp_ms, prom.last_ms);
   EXPECT_THAT(f->description, HasSubstr("step 1 s, the scrape interval"));
+}
+
+// --prometheus-vendor: AMD's and Gaudi's series, fetched by their names, read as DCGM rows.
+TEST(PromClient, OtherVendorsSeriesByTheirNamesUnitsConverted) {
+  ScriptedProm prom;
+  prom.power_metric = "habanalabs_power_mW";
+  prom.gpu_label = "UUID";
+  prom.value_scale = 1000;  // mW
+  PromRangeQuery q;
+  q.start_ms = prom.first_ms;
+  q.end_ms = prom.first_ms + 60000;
+  q.vendor = "gaudi";
+  auto f = FetchDcgmRange(prom, q);
+  ASSERT_TRUE(f.ok()) << f.status().message();
+  EXPECT_EQ(f->step_ms, 1000) << "the scrape interval from habanalabs_power_mW";
+  ASSERT_FALSE(prom.range_requests.empty());
+  const std::string query = prom.range_requests[0].find("query")->second;
+  EXPECT_THAT(query, HasSubstr("habanalabs_power_mW|"));
+  EXPECT_THAT(query, ::testing::Not(HasSubstr("DCGM_FI_")));
+  Read r = Drain(std::move(f->source));
+  ASSERT_TRUE(r.status.ok());
+  ASSERT_EQ(r.samples.size(), 2u * 61);
+  EXPECT_DOUBLE_EQ(*r.samples[0].power_w + *r.samples[1].power_w, 100 + 101) << "mW -> W";
+
+  EXPECT_THAT(VendorMetricRegex("amd"), HasSubstr("gpu_power_usage|gpu_gfx_activity"));
+  q.vendor = "intel";
+  auto bad = FetchDcgmRange(prom, q);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(bad.status().message(), HasSubstr("--prometheus-vendor 'intel'"));
 }
 
 TEST(PromClient, ExplicitStepAndTheServersErrorWords) {

@@ -415,6 +415,8 @@ TEST(SimFormats, NvidiaSmiLoopSameVerdictsAsCsv) { CheckFormat(Writer("nvidia-sm
 
 TEST(SimFormats, GpustatSameVerdictsAsCsv) { CheckFormat(Writer("gpustat"), {1000}); }
 
+TEST(SimFormats, HlSmiSameVerdictsAsCsv) { CheckFormat(Writer("hl-smi"), {1000}); }
+
 TEST(SimFormats, WidePowerSameVerdictsAsCsv) { CheckFormat(Writer("wide-power"), {1000, 30000}); }
 
 TEST(SimFormats, LlviewSameVerdictsAsCsv) { CheckFormat(Writer("llview"), {1000, 60000}); }
