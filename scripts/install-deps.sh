@@ -12,6 +12,7 @@ PKGS=(
   prometheus wrk python3 python3-pandas chromium tmux
   slurm-wlm munge python3-torch
   help2man man-db lintian dpkg-dev
+  librocm-smi64-1
 )
 
 missing=()
