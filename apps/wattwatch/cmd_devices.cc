@@ -21,8 +21,9 @@ void AddDevicesCommand(CLI::App& app, int* exit_code) {
       "Exit codes: 0 listed; 2 no NVML library, no driver or no GPU (the message says which "
       "and how to point wattwatch at a library).");
   cmd->add_flag("--json", opts->json, "Print one JSON object instead of text");
-  cmd->add_option("--source", opts->source, "auto (NVML, else AMD SMI), nvml or amdsmi")
-      ->check(CLI::IsMember({"auto", "nvml", "amdsmi"}))
+  cmd->add_option("--source", opts->source,
+                  "auto (NVML, else AMD SMI, else ROCm SMI), nvml, amdsmi or rocm-smi")
+      ->check(CLI::IsMember({"auto", "nvml", "amdsmi", "rocm-smi"}))
       ->capture_default_str();
   cmd->add_option("--amdsmi-lib", opts->amdsmi_lib,
                   "Path of libamd_smi.so (default: $WATTWATCH_AMDSMI_LIB, else the loader path)");

@@ -49,8 +49,9 @@ void AddRecordCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--keep", opts->writer.keep_files, "Rotated files to keep")
       ->check(CLI::Range(1, 1000))
       ->capture_default_str();
-  cmd->add_option("--source", opts->source, "auto (NVML, else AMD SMI), nvml or amdsmi")
-      ->check(CLI::IsMember({"auto", "nvml", "amdsmi"}))
+  cmd->add_option("--source", opts->source,
+                  "auto (NVML, else AMD SMI, else ROCm SMI), nvml, amdsmi or rocm-smi")
+      ->check(CLI::IsMember({"auto", "nvml", "amdsmi", "rocm-smi"}))
       ->capture_default_str();
   cmd->add_option("--amdsmi-lib", opts->amdsmi_lib,
                   "Path of libamd_smi.so (default: $WATTWATCH_AMDSMI_LIB, else the loader path)");

@@ -54,9 +54,10 @@ int RunWatch(WatchFlags f, bool run_mode) {
 void AddCommonFlags(CLI::App* cmd, WatchFlags* flags, bool run_mode) {
   watch::WatchCommandOptions* f = &flags->options;
   watch::WatchOptions* w = &f->watch;
-  cmd->add_option("--source", f->source,
-                  "auto (NVML, else AMD SMI), nvml, amdsmi, dcgm-exporter:URL, "
-                  "replay:FILE[,FILE...] or sim:SCENARIO")
+  cmd->add_option(
+         "--source", f->source,
+         "auto (NVML, else AMD SMI, else ROCm SMI), nvml, amdsmi, rocm-smi, dcgm-exporter:URL, "
+         "replay:FILE[,FILE...] or sim:SCENARIO")
       ->capture_default_str();
   cmd->add_option("--speed", w->speed, "replay/sim: this many times faster than real time")
       ->check(CLI::Range(0.01, 100000.0))

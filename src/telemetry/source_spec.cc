@@ -25,8 +25,10 @@ std::vector<std::string> SplitComma(const std::string& s) {
 }
 
 Result<std::unique_ptr<LiveGpuSource>> OpenAmdSmi(const nvml::NvmlSourceOptions& options,
-                                                  const std::string& amdsmi_lib) {
+                                                  const std::string& amdsmi_lib,
+                                                  amdsmi::AmdLibrary library) {
   amdsmi::AmdSmiSourceOptions ao;
+  ao.library = library;
   ao.library_path = amdsmi_lib;
   ao.hostname = options.hostname;
   ao.clock = options.clock;
@@ -43,13 +45,16 @@ Result<std::unique_ptr<LiveGpuSource>> OpenAmdSmi(const nvml::NvmlSourceOptions&
 Result<std::unique_ptr<LiveGpuSource>> OpenLiveGpuSource(const std::string& backend,
                                                          const nvml::NvmlSourceOptions& options,
                                                          const std::string& amdsmi_lib) {
-  if (backend == "amdsmi") return OpenAmdSmi(options, amdsmi_lib);
+  if (backend == "amdsmi") {
+    return OpenAmdSmi(options, amdsmi_lib, amdsmi::AmdLibrary::kAmdSmiElseRocmSmi);
+  }
+  if (backend == "rocm-smi") return OpenAmdSmi(options, amdsmi_lib, amdsmi::AmdLibrary::kRocmSmi);
   auto nv = nvml::NvmlSource::Open(options);
   if (nv.ok()) return std::unique_ptr<LiveGpuSource>(std::move(*nv));
   if (backend != "auto") return nv.status();
   // Whatever NVML's reason (no library, no driver, no GPU), AMD SMI is asked next: a host may
   // carry both vendors' libraries and only one vendor's GPUs.
-  auto amd = OpenAmdSmi(options, amdsmi_lib);
+  auto amd = OpenAmdSmi(options, amdsmi_lib, amdsmi::AmdLibrary::kAmdSmiElseRocmSmi);
   if (amd.ok()) return amd;
   return Status::Unavailable(fmt::format("no GPU library can be used here. NVML: {} AMD SMI: {}",
                                          nv.status().message(), amd.status().message()));
@@ -58,7 +63,7 @@ Result<std::unique_ptr<LiveGpuSource>> OpenLiveGpuSource(const std::string& back
 Result<OpenedSource> OpenSourceSpec(const std::string& spec, const SourceSpecOptions& options) {
   OpenedSource out;
   out.label = spec;
-  if (spec == "nvml" || spec == "amdsmi" || spec == "auto") {
+  if (spec == "nvml" || spec == "amdsmi" || spec == "rocm-smi" || spec == "auto") {
     nvml::NvmlSourceOptions no;
     no.library_path = options.nvml_lib;
     no.hostname = options.hostname;
@@ -68,7 +73,9 @@ Result<OpenedSource> OpenSourceSpec(const std::string& spec, const SourceSpecOpt
     if (!s.ok()) return s.status();
     out.gpus = s->get();
     out.nvml = dynamic_cast<nvml::NvmlSource*>(s->get());
-    out.label = out.nvml != nullptr ? "nvml" : "amdsmi";
+    out.label = out.nvml != nullptr                              ? "nvml"
+                : out.gpus->backend_info().backend == "ROCm SMI" ? "rocm-smi"
+                                                                 : "amdsmi";
     out.source = std::move(*s);
     out.live = true;
     return out;
@@ -101,17 +108,19 @@ Result<OpenedSource> OpenSourceSpec(const std::string& spec, const SourceSpecOpt
     out.source = sim::MakeSimSource(std::move(*cfg));
     return out;
   }
-  return Status::InvalidInput(
-      fmt::format("--source: unknown source '{}' (expected auto, nvml, amdsmi, dcgm-exporter:URL, "
-                  "replay:FILE[,FILE...] or "
-                  "sim:SCENARIO)",
-                  spec));
+  return Status::InvalidInput(fmt::format(
+      "--source: unknown source '{}' (expected auto, nvml, amdsmi, rocm-smi, dcgm-exporter:URL, "
+      "replay:FILE[,FILE...] or "
+      "sim:SCENARIO)",
+      spec));
 }
 
 const char* SourceSpecHelp() {
-  return "  auto                      this host's GPUs through NVML, else AMD SMI (the default)\n  "
+  return "  auto                      this host's GPUs: NVML, else AMD SMI, else ROCm SMI "
+         "(default)\n  "
          "nvml                      this host's NVIDIA GPUs, read live every --interval-ms\n  "
-         "amdsmi                    this host's AMD GPUs through ROCm's AMD SMI library\n  "
+         "amdsmi                    this host's AMD GPUs: AMD SMI, else ROCm SMI\n  "
+         "rocm-smi                  this host's AMD GPUs through ROCm SMI only\n  "
          "dcgm-exporter:URL         scrape this node's dcgm-exporter (http://localhost:9400) "
          "every --interval-ms instead of opening NVML\n  "
          "replay:FILE[,FILE...]     nvidia-smi logs (one per host), replayed at --speed\n  "

@@ -37,8 +37,9 @@ struct OpenedSource {
 };
 
 // This host's GPUs through a vendor library. backend: "nvml", "amdsmi", or "auto": NVML when its
-// library loads, else AMD SMI; when neither can be used, one kUnavailable message with each
-// library's reason. options.library_path is NVML's; amdsmi_lib is AMD SMI's.
+// library loads, else AMD SMI, else ROCm SMI; when none can be used, one kUnavailable message with
+// each library's reason. "amdsmi": AMD SMI, else ROCm SMI; "rocm-smi": ROCm SMI only.
+// options.library_path is NVML's; amdsmi_lib is AMD SMI's (ROCm SMI's: $WATTWATCH_ROCM_SMI_LIB).
 Result<std::unique_ptr<LiveGpuSource>> OpenLiveGpuSource(const std::string& backend,
                                                          const nvml::NvmlSourceOptions& options,
                                                          const std::string& amdsmi_lib);

@@ -3,6 +3,7 @@
 #include "telemetry/amdsmi/amdsmi_source.h"
 
 #include <fmt/format.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <array>
@@ -15,6 +16,7 @@
 #include <thread>
 
 #include "core/host.h"
+#include "telemetry/amdsmi/rocm_smi_api.h"
 #include "telemetry/nvml/deadline_pool.h"
 
 namespace ww::amdsmi {
@@ -82,11 +84,9 @@ struct Reading {
 };
 
 // One GPU's reader: a DeadlinePool job. Publishes the call it is in so a stuck one can be named.
-class GpuReader final : public DeadlinePool::Job {
+// One subclass per library (AMD SMI, ROCm SMI); both have 0 for success and 2 for not supported.
+class GpuReader : public DeadlinePool::Job {
  public:
-  GpuReader(std::shared_ptr<AmdSmiLib> lib, amdsmi_processor_handle handle)
-      : lib_(std::move(lib)), handle_(handle) {}
-
   void Run() override {
     const int64_t t0 = SteadyNs();
     Reading r;
@@ -109,35 +109,59 @@ class GpuReader final : public DeadlinePool::Job {
     return call != nullptr ? call : "an AMD SMI call";
   }
 
- private:
+ protected:
+  virtual Identity ReadIdentity() = 0;
+  virtual void ReadAll(Reading& r) = 0;
+  virtual bool IsUnsupported(uint32_t rc) const = 0;
+  virtual std::string ErrorText(uint32_t rc) const = 0;
+
   // Runs one library call with the tracker set; returns its status.
   template <typename F>
-  amdsmi_status_t Call(const char* name, F&& f) {
+  uint32_t Call(const char* name, F&& f) {
     started_ns_.store(SteadyNs(), std::memory_order_relaxed);
     call_.store(name, std::memory_order_release);
-    const amdsmi_status_t rc = f();
+    const uint32_t rc = f();
     call_.store(nullptr, std::memory_order_release);
     return rc;
   }
   // Records what a call said about a field: success, not supported, or an error (left unknown).
-  bool Answer(Reading& r, AmdField field, const char* name, amdsmi_status_t rc) {
+  bool Answer(Reading& r, AmdField field, const char* name, uint32_t rc) {
     FieldSupport& s = r.support[static_cast<int>(field)];
-    if (rc == AMDSMI_STATUS_SUCCESS) {
+    if (rc == 0) {
       s = FieldSupport::kSupported;
       return true;
     }
-    if (rc == AMDSMI_STATUS_NOT_SUPPORTED || rc == AMDSMI_STATUS_NOT_YET_IMPLEMENTED) {
+    if (IsUnsupported(rc)) {
       s = FieldSupport::kUnsupported;
     } else {
-      r.errors.push_back(fmt::format("{} failed: {}", name, lib_->ErrorText(rc)));
+      r.errors.push_back(fmt::format("{} failed: {}", name, ErrorText(rc)));
     }
     return false;
   }
-  void Unsupported(Reading& r, AmdField field) {
+  static void Unsupported(Reading& r, AmdField field) {
     r.support[static_cast<int>(field)] = FieldSupport::kUnsupported;
   }
 
-  Identity ReadIdentity() {
+ private:
+  bool identified_ = false;
+  SupportArray support_{};
+  Reading result_;
+  std::atomic<const char*> call_{nullptr};
+  std::atomic<int64_t> started_ns_{0};
+};
+
+class AmdSmiReader final : public GpuReader {
+ public:
+  AmdSmiReader(std::shared_ptr<AmdSmiLib> lib, amdsmi_processor_handle handle)
+      : lib_(std::move(lib)), handle_(handle) {}
+
+ private:
+  bool IsUnsupported(uint32_t rc) const override {
+    return rc == AMDSMI_STATUS_NOT_SUPPORTED || rc == AMDSMI_STATUS_NOT_YET_IMPLEMENTED;
+  }
+  std::string ErrorText(uint32_t rc) const override { return lib_->ErrorText(rc); }
+
+  Identity ReadIdentity() override {
     const AmdSmiLib& L = *lib_;
     Identity id;
     if (L.GetGpuAsicInfo != nullptr) {
@@ -171,7 +195,7 @@ class GpuReader final : public DeadlinePool::Job {
     return id;
   }
 
-  void ReadAll(Reading& r) {
+  void ReadAll(Reading& r) override {
     const AmdSmiLib& L = *lib_;
     GpuSample& s = r.sample;
     if (L.GetPowerInfo != nullptr) {
@@ -296,23 +320,128 @@ class GpuReader final : public DeadlinePool::Job {
 
   std::shared_ptr<AmdSmiLib> lib_;
   amdsmi_processor_handle handle_;
-  bool identified_ = false;
-  SupportArray support_{};
-  Reading result_;
-  std::atomic<const char*> call_{nullptr};
-  std::atomic<int64_t> started_ns_{0};
 };
 
-struct Boot {
-  std::mutex mu;
-  std::condition_variable cv;
-  bool done = false;
-  Status status;
-  std::shared_ptr<AmdSmiLib> lib;
-  std::vector<amdsmi_processor_handle> handles;
+// ROCm SMI: fewer readings (no instant power, clocks or energy here), other units (uW, bytes,
+// millidegrees); GPUs by index.
+class RocmSmiReader final : public GpuReader {
+ public:
+  RocmSmiReader(std::shared_ptr<RocmSmiLib> lib, uint32_t index)
+      : lib_(std::move(lib)), index_(index) {}
+
+ private:
+  bool IsUnsupported(uint32_t rc) const override {
+    return rc == kRsmiNotSupported || rc == kRsmiNotYetImplemented;
+  }
+  std::string ErrorText(uint32_t rc) const override { return lib_->ErrorText(rc); }
+
+  Identity ReadIdentity() override {
+    const RocmSmiLib& L = *lib_;
+    Identity id;
+    if (L.DevNameGet != nullptr) {
+      char name[256] = {};
+      if (Call("rsmi_dev_name_get", [&] { return L.DevNameGet(index_, name, sizeof name); }) ==
+          kRsmiSuccess) {
+        name[sizeof name - 1] = '\0';
+        id.name = name;
+      }
+    }
+    if (L.DevPciIdGet != nullptr) {
+      uint64_t bdf = 0;
+      if (Call("rsmi_dev_pci_id_get", [&] { return L.DevPciIdGet(index_, &bdf); }) ==
+          kRsmiSuccess) {
+        id.pci_bus_id = BdfText(bdf);
+      }
+    }
+    return id;
+  }
+
+  void ReadAll(Reading& r) override {
+    const RocmSmiLib& L = *lib_;
+    GpuSample& s = r.sample;
+    Unsupported(r, AmdField::kPowerInstant);
+    Unsupported(r, AmdField::kEnergy);
+    Unsupported(r, AmdField::kSmClock);
+    Unsupported(r, AmdField::kMemClock);
+    uint64_t u64 = 0;
+    uint32_t u32 = 0;
+    const char* name = "rsmi_dev_power_ave_get";
+    if (L.DevPowerAveGet == nullptr) {
+      Unsupported(r, AmdField::kPowerDraw);
+    } else if (Answer(r, AmdField::kPowerDraw, name,
+                      Call(name, [&] { return L.DevPowerAveGet(index_, 0, &u64); }))) {
+      if (u64 != 0) {
+        s.power_w = static_cast<double>(u64) / 1e6;  // uW
+      } else {
+        Unsupported(r, AmdField::kPowerDraw);  // the second GCD of an MI250X package
+      }
+    }
+    name = "rsmi_dev_power_cap_get";
+    if (L.DevPowerCapGet == nullptr) {
+      Unsupported(r, AmdField::kPowerLimit);
+    } else if (Answer(r, AmdField::kPowerLimit, name,
+                      Call(name, [&] { return L.DevPowerCapGet(index_, 0, &u64); })) &&
+               u64 != 0) {
+      s.power_limit_w = static_cast<double>(u64) / 1e6;  // uW
+    }
+    name = "rsmi_dev_busy_percent_get";
+    if (L.DevBusyPercentGet == nullptr) {
+      Unsupported(r, AmdField::kUtilization);
+    } else if (Answer(r, AmdField::kUtilization, name,
+                      Call(name, [&] { return L.DevBusyPercentGet(index_, &u32); })) &&
+               u32 <= 100) {
+      s.util_gpu_pct = u32;
+      if (L.DevMemoryBusyPercentGet != nullptr &&
+          Call("rsmi_dev_memory_busy_percent_get",
+               [&] { return L.DevMemoryBusyPercentGet(index_, &u32); }) == kRsmiSuccess &&
+          u32 <= 100) {
+        s.util_mem_pct = u32;
+      }
+    }
+    name = "rsmi_dev_memory_total_get";
+    if (L.DevMemoryTotalGet == nullptr || L.DevMemoryUsageGet == nullptr) {
+      Unsupported(r, AmdField::kMemory);
+    } else if (Answer(r, AmdField::kMemory, name, Call(name, [&] {
+                        return L.DevMemoryTotalGet(index_, kRsmiMemTypeVram, &u64);
+                      }))) {
+      s.mem_total_mib = static_cast<double>(u64) / (1024.0 * 1024.0);  // bytes
+      if (Call("rsmi_dev_memory_usage_get", [&] {
+            return L.DevMemoryUsageGet(index_, kRsmiMemTypeVram, &u64);
+          }) == kRsmiSuccess) {
+        s.mem_used_mib = static_cast<double>(u64) / (1024.0 * 1024.0);
+      }
+    }
+    if (L.DevTempMetricGet == nullptr) {
+      Unsupported(r, AmdField::kTemperature);
+    } else {
+      int64_t milli_c = 0;
+      name = "rsmi_dev_temp_metric_get(JUNCTION)";
+      uint32_t rc = Call(name, [&] {
+        return L.DevTempMetricGet(index_, kRsmiTempTypeJunction, kRsmiTempCurrent, &milli_c);
+      });
+      if (IsUnsupported(rc)) {
+        name = "rsmi_dev_temp_metric_get(EDGE)";
+        rc = Call(name, [&] {
+          return L.DevTempMetricGet(index_, kRsmiTempTypeEdge, kRsmiTempCurrent, &milli_c);
+        });
+      }
+      if (Answer(r, AmdField::kTemperature, name, rc)) {
+        s.temperature_c = static_cast<double>(milli_c) / 1000.0;  // millidegrees
+      }
+    }
+  }
+
+  std::shared_ptr<RocmSmiLib> lib_;
+  uint32_t index_;
 };
 
-void RunBoot(const std::shared_ptr<Boot>& boot, const std::string& library_path) {
+// What a library's boot yields: one reader per GPU, and which library answered.
+struct Opened {
+  LiveBackendInfo backend;
+  std::vector<std::shared_ptr<GpuReader>> readers;
+};
+
+Result<Opened> OpenAmdSmiLib(const std::string& library_path) {
   Status status;
   std::shared_ptr<AmdSmiLib> lib;
   std::vector<amdsmi_processor_handle> handles;
@@ -349,10 +478,71 @@ void RunBoot(const std::shared_ptr<Boot>& boot, const std::string& library_path)
           L.path(), L.version()));
     }
   }
+  if (!status.ok()) return status;
+  Opened out;
+  out.backend = LiveBackendInfo{"AMD SMI", lib->path(), lib->version()};
+  for (amdsmi_processor_handle h : handles)
+    out.readers.push_back(std::make_shared<AmdSmiReader>(lib, h));
+  return out;
+}
+
+// probe_driver: start ROCm SMI only where the amdgpu driver's KFD is present. Its rsmi_init
+// prints to stderr on a host without one, which a fallback tried on every NVIDIA-less host must
+// not do; asked for by name (--source rocm-smi), it is started regardless.
+Result<Opened> OpenRocmSmiLib(const std::string& library_path, bool probe_driver) {
+  struct stat st {};
+  if (probe_driver && ::stat("/sys/class/kfd", &st) != 0) {
+    return Status::Unavailable(
+        "no AMD GPU: the amdgpu driver is not loaded (/sys/class/kfd is absent), so ROCm SMI was "
+        "not started");
+  }
+  auto loaded = RocmSmiLib::Load(library_path);
+  if (!loaded.ok()) return loaded.status();
+  std::shared_ptr<RocmSmiLib> lib = std::move(loaded).value();
+  uint32_t count = 0;
+  const rsmi_status_t rc = lib->NumMonitorDevices(&count);
+  if (rc != kRsmiSuccess) {
+    return Status::Unavailable(
+        fmt::format("cannot use ROCm SMI: rsmi_num_monitor_devices on {} failed: {}", lib->path(),
+                    lib->ErrorText(rc)));
+  }
+  if (count == 0) {
+    return Status::Unavailable(fmt::format(
+        "no AMD GPU: ROCm SMI ({}) is loaded, but it reports 0 GPUs on this host (check "
+        "`rocm-smi` and that the amdgpu driver is loaded)",
+        lib->path()));
+  }
+  Opened out;
+  out.backend = LiveBackendInfo{"ROCm SMI", lib->path(), ""};
+  for (uint32_t i = 0; i < count; ++i)
+    out.readers.push_back(std::make_shared<RocmSmiReader>(lib, i));
+  return out;
+}
+
+struct Boot {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool done = false;
+  Result<Opened> opened = Status::Unavailable("not opened");
+};
+
+void RunBoot(const std::shared_ptr<Boot>& boot, const AmdSmiSourceOptions& options) {
+  Result<Opened> opened = Status::Unavailable("");
+  if (options.library == AmdLibrary::kRocmSmi) {
+    opened = OpenRocmSmiLib(options.rocm_smi_library_path, /*probe_driver=*/false);
+  } else {
+    opened = OpenAmdSmiLib(options.library_path);
+    if (!opened.ok() && options.library == AmdLibrary::kAmdSmiElseRocmSmi) {
+      // ROCm before 6.0, and Debian, ship only ROCm SMI.
+      auto rsmi = OpenRocmSmiLib(options.rocm_smi_library_path, /*probe_driver=*/true);
+      opened = rsmi.ok()
+                   ? std::move(rsmi)
+                   : Result<Opened>(Status::Unavailable(fmt::format(
+                         "{} ROCm SMI: {}", opened.status().message(), rsmi.status().message())));
+    }
+  }
   std::lock_guard<std::mutex> lock(boot->mu);
-  boot->status = std::move(status);
-  boot->lib = std::move(lib);
-  boot->handles = std::move(handles);
+  boot->opened = std::move(opened);
   boot->done = true;
   boot->cv.notify_all();
 }
@@ -360,7 +550,7 @@ void RunBoot(const std::shared_ptr<Boot>& boot, const std::string& library_path)
 }  // namespace
 
 struct AmdSmiSource::Impl {
-  std::shared_ptr<AmdSmiLib> lib;
+  LiveBackendInfo backend;
   Clock* clock = nullptr;
   int64_t deadline_ns = 0;
   std::vector<std::string> hosts;
@@ -389,7 +579,7 @@ AmdSmiSource::AmdSmiSource(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) 
 
 Result<std::unique_ptr<AmdSmiSource>> AmdSmiSource::Open(const AmdSmiSourceOptions& options) {
   auto boot = std::make_shared<Boot>();
-  std::thread boot_thread([boot, path = options.library_path] { RunBoot(boot, path); });
+  std::thread boot_thread([boot, options] { RunBoot(boot, options); });
   {
     std::unique_lock<std::mutex> lock(boot->mu);
     const int64_t wait_ms = std::max<int64_t>(1, options.init_deadline_ms);
@@ -403,17 +593,17 @@ Result<std::unique_ptr<AmdSmiSource>> AmdSmiSource::Open(const AmdSmiSourceOptio
     }
   }
   boot_thread.join();
-  if (!boot->status.ok()) return boot->status;
+  if (!boot->opened.ok()) return boot->opened.status();
 
   auto impl = std::make_unique<Impl>();
-  impl->lib = boot->lib;
+  impl->backend = boot->opened->backend;
   impl->clock = options.clock != nullptr ? options.clock : SystemClock();
   impl->deadline_ns =
       (options.call_deadline_ms > 0 ? options.call_deadline_ms
                                     : std::clamp<int64_t>(options.sampling_interval_ms, 20, 1000)) *
       1'000'000;
   impl->hosts = {options.hostname.empty() ? LocalHostName() : options.hostname};
-  const size_t count = boot->handles.size();
+  const size_t count = boot->opened->readers.size();
   impl->infos.resize(count);
   impl->archs.resize(count);
   impl->support.assign(count, SupportArray{});
@@ -422,9 +612,8 @@ Result<std::unique_ptr<AmdSmiSource>> AmdSmiSource::Open(const AmdSmiSourceOptio
   std::vector<std::shared_ptr<DeadlinePool::Job>> jobs;
   for (size_t i = 0; i < count; ++i) {
     impl->infos[i].key = GpuKey{0, static_cast<uint16_t>(i)};
-    auto r = std::make_shared<GpuReader>(impl->lib, boot->handles[i]);
-    impl->readers.push_back(r);
-    jobs.push_back(std::move(r));
+    impl->readers.push_back(boot->opened->readers[i]);
+    jobs.push_back(boot->opened->readers[i]);
   }
   impl->pool = std::make_unique<DeadlinePool>(std::move(jobs));
   return std::unique_ptr<AmdSmiSource>(new AmdSmiSource(std::move(impl)));
@@ -519,8 +708,6 @@ std::vector<std::pair<std::string, FieldSupport>> AmdSmiSource::field_support(si
 std::string AmdSmiSource::architecture(size_t gpu) const {
   return gpu < impl_->archs.size() ? impl_->archs[gpu] : std::string();
 }
-LiveBackendInfo AmdSmiSource::backend_info() const {
-  return LiveBackendInfo{"AMD SMI", impl_->lib->path(), impl_->lib->version()};
-}
+LiveBackendInfo AmdSmiSource::backend_info() const { return impl_->backend; }
 
 }  // namespace ww::amdsmi

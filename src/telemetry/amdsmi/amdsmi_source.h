@@ -1,8 +1,9 @@
-// AmdSmiSource: live AMD GPU telemetry from the AMD SMI library (amdsmi_api.h), as a
-// LiveGpuSource (one host: this machine), built like NvmlSource: one reader per GPU, run each
-// tick by the DeadlinePool (telemetry/nvml/deadline_pool.h) with a deadline, so a hung library
-// call makes that GPU stale for the tick (its sample carries no readings, last_status() names the
-// call) while the other GPUs keep being sampled.
+// AmdSmiSource: live AMD GPU telemetry from the AMD SMI library (amdsmi_api.h), or where it is
+// absent from the older ROCm SMI library (rocm_smi_api.h), as a LiveGpuSource (one host: this
+// machine), built like NvmlSource: one reader per GPU, run each tick by the DeadlinePool
+// (telemetry/nvml/deadline_pool.h) with a deadline, so a hung library call makes that GPU stale for
+// the tick (its sample carries no readings, last_status() names the call) while the other GPUs keep
+// being sampled.
 //
 // A GPU is one AMD SMI processor handle, enumerated socket by socket: on an MI250X each of the
 // two GCDs of a package is its own GPU, as ROCm counts them (HIP_VISIBLE_DEVICES, rocm-smi). The
@@ -44,8 +45,17 @@ enum class AmdField : int {
 inline constexpr int kAmdFieldCount = static_cast<int>(AmdField::kCount);
 const char* AmdFieldName(AmdField field);
 
+enum class AmdLibrary : uint8_t {
+  kAmdSmiElseRocmSmi,  // AMD SMI; when it cannot be used, ROCm SMI (ROCm < 6.0, Debian)
+  kAmdSmi,
+  kRocmSmi,
+};
+
 struct AmdSmiSourceOptions {
-  std::string library_path;      // --amdsmi-lib; empty: $WATTWATCH_AMDSMI_LIB, else libamd_smi.so
+  AmdLibrary library = AmdLibrary::kAmdSmiElseRocmSmi;
+  std::string library_path;  // --amdsmi-lib; empty: $WATTWATCH_AMDSMI_LIB, else libamd_smi.so
+  // empty: $WATTWATCH_ROCM_SMI_LIB, else librocm_smi64.so.1
+  std::string rocm_smi_library_path;
   std::string hostname;          // empty: gethostname()
   Clock* clock = nullptr;        // nullptr: SystemClock()
   int64_t call_deadline_ms = 0;  // 0: the sampling interval within [20, 1000] ms

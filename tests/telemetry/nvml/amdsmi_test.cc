@@ -219,6 +219,38 @@ TEST(AmdSmiSourceTest, AutoPicksNvmlElseAmdSmi) {
   EXPECT_THAT(neither.status().message(), HasSubstr("cannot load AMD SMI"));
 }
 
+// The real ROCm SMI (Debian's librocm-smi64-1, scripts/install-deps.sh) through the production
+// path, on this GPU-less machine: "no AMD GPU" is a normal state with one clear message.
+TEST(RocmSmiTest, RealLibraryWithoutAmdGpuIsAClearNormalState) {
+  void* real = dlopen("librocm_smi64.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (real == nullptr) {
+    GTEST_SKIP() << "librocm_smi64.so.1 is not installed (apt package librocm-smi64-1; "
+                    "scripts/install-deps.sh installs it)";
+  }
+  dlclose(real);
+  unsetenv("WATTWATCH_ROCM_SMI_LIB");
+  AmdSmiSourceOptions o = Options();
+  o.library = AmdLibrary::kRocmSmi;
+  auto opened = AmdSmiSource::Open(o);
+  if (opened.ok()) GTEST_SKIP() << "this machine has an AMD GPU";
+  EXPECT_EQ(opened.status().code(), StatusCode::kUnavailable);
+  EXPECT_THAT(opened.status().message(), HasSubstr("ROCm SMI"));
+  EXPECT_THAT(opened.status().message(), HasSubstr("no AMD GPU"));
+  EXPECT_EQ(opened.status().message().find('\n'), std::string::npos);
+
+  // --source amdsmi without libamd_smi falls back to ROCm SMI, and says so.
+  o.library = AmdLibrary::kAmdSmiElseRocmSmi;
+  o.library_path = "/nonexistent/libamd_smi.so";
+  auto fallback = AmdSmiSource::Open(o);
+  ASSERT_FALSE(fallback.ok());
+  EXPECT_THAT(fallback.status().message(), HasSubstr("cannot load AMD SMI"));
+  // As a fallback it is not even started without the amdgpu driver: its rsmi_init would print to
+  // stderr on every host without an AMD GPU.
+  EXPECT_THAT(fallback.status().message(),
+              HasSubstr("ROCm SMI: no AMD GPU: the amdgpu driver is not loaded (/sys/class/kfd is "
+                        "absent), so ROCm SMI was not started"));
+}
+
 TEST(AmdSmiDevicesTest, ListsBoardsWithBusIdLimitAndMemory) {
   FakeAmdSmi fake;
   fake.Script(kTwoMi300x);
