@@ -304,8 +304,8 @@ TEST_F(AmdSmiRecordTest, RecordWritesEveryReadingInItsUnitAndUnsupportedAsSuch) 
   EXPECT_THAT(lines[2], Not(HasSubstr(" 0 %")));
 }
 
-// The real binary: `devices` and `record` on the fake through WATTWATCH_AMDSMI_LIB, with
-// `--source auto` finding no NVML.
+// The real binary: `devices`, `record` and `check` on the fake through WATTWATCH_AMDSMI_LIB,
+// with `--source auto` finding no NVML.
 TEST_F(AmdSmiRecordTest, CliDevicesAndRecordOnAmd) {
   const fs::path script = dir_ / "script.txt";
   ww::testing::WriteFile(script.string(), kTwoMi300x);
@@ -334,6 +334,13 @@ TEST_F(AmdSmiRecordTest, CliDevicesAndRecordOnAmd) {
             0)
       << ww::testing::ReadFile(out.string());
   EXPECT_THAT(ww::testing::ReadFile(csv.string()), HasSubstr("612.00 W, 750.00 W, 97 %"));
+  // check (as top, watch and run) opens the same source through --source auto.
+  ASSERT_EQ(
+      ww::testing::RunCommand(env + ww::testing::WattwatchBinary() +
+                              " check --seconds 1 --interval-ms 100 >'" + out.string() + "' 2>&1"),
+      0)
+      << ww::testing::ReadFile(out.string());
+  EXPECT_THAT(ww::testing::ReadFile(out.string()), HasSubstr("1 host, 2 GPUs"));
 }
 
 }  // namespace
