@@ -91,6 +91,9 @@ class GpuReader : public DeadlinePool::Job {
     const int64_t t0 = SteadyNs();
     Reading r;
     r.support = support_;
+    // An identity read by a run that missed its deadline was never taken by the source: it is
+    // carried forward (the source resets it once taken).
+    r.identity = std::move(result_.identity);
     if (!identified_) {
       r.identity = ReadIdentity();
       identified_ = true;
@@ -587,8 +590,8 @@ Result<std::unique_ptr<AmdSmiSource>> AmdSmiSource::Open(const AmdSmiSourceOptio
       lock.unlock();
       boot_thread.detach();  // it owns `boot`; a hung driver call must not hang us
       return Status::Unavailable(fmt::format(
-          "cannot use AMD SMI: loading it, amdsmi_init or the GPU enumeration did not return "
-          "within {} ms (a hung driver; check `amd-smi list` and dmesg)",
+          "cannot use AMD SMI / ROCm SMI: loading it, its init or the GPU enumeration did not "
+          "return within {} ms (a hung driver; check `amd-smi list` and dmesg)",
           wait_ms));
     }
   }

@@ -165,6 +165,8 @@ TEST(AmdSmiSourceTest, HungCallIsReportedAndOtherGpusKeepBeingSampled) {
     recovered = !source.last_status()[1].stale && samples[1].power_w.has_value();
   }
   EXPECT_TRUE(recovered);
+  // What the blocked first run learned (the GPU's identity) arrives with the late reading.
+  EXPECT_EQ(source.gpus()[1].pci_bus_id, "0000:11:00.0");
 }
 
 TEST(AmdSmiSourceTest, OpenErrorsAreNormalStatesWithClearMessages) {
