@@ -46,9 +46,10 @@ enum SampleFieldBit : uint32_t {
 };
 
 struct LiveBackendInfo {
-  std::string backend;         // "NVML", "AMD SMI"
-  std::string library;         // the path or name that was dlopen'd
-  std::string driver_version;  // empty when the library does not say
+  std::string backend;          // "NVML", "AMD SMI"
+  std::string library;          // the path or name that was dlopen'd
+  std::string driver_version;   // empty when the library does not say
+  std::string library_version;  // "24.7.0.0" where the library's own version matters; else empty
 };
 
 class LiveGpuSource : public TelemetrySource {

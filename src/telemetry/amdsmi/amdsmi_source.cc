@@ -483,7 +483,7 @@ Result<Opened> OpenAmdSmiLib(const std::string& library_path) {
   }
   if (!status.ok()) return status;
   Opened out;
-  out.backend = LiveBackendInfo{"AMD SMI", lib->path(), lib->version()};
+  out.backend = LiveBackendInfo{"AMD SMI", lib->path(), "", lib->version()};
   for (amdsmi_processor_handle h : handles)
     out.readers.push_back(std::make_shared<AmdSmiReader>(lib, h));
   return out;

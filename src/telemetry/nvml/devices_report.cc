@@ -15,6 +15,7 @@ DevicesReport BuildDevicesReport(const LiveGpuSource& source,
   report.host = source.hosts().front();
   report.backend = backend.backend;
   report.driver_version = backend.driver_version;
+  report.library_version = backend.library_version;
   report.nvml_library = backend.library;
   const std::vector<GpuInfo> infos = source.gpus();
   const std::vector<LiveGpuStatus>& status = source.last_status();
@@ -68,9 +69,11 @@ std::string OrUnknown(const std::string& s) { return s.empty() ? "?" : s; }
 }  // namespace
 
 std::string RenderDevicesText(const DevicesReport& report) {
-  std::string text =
-      fmt::format("host {}  driver {}  {} {}\n", report.host, OrUnknown(report.driver_version),
-                  report.backend, report.nvml_library);
+  const std::string library = report.library_version.empty()
+                                  ? report.backend
+                                  : report.backend + " " + report.library_version;
+  std::string text = fmt::format("host {}  driver {}  {} {}\n", report.host,
+                                 OrUnknown(report.driver_version), library, report.nvml_library);
   for (const DeviceEntry& g : report.gpus) {
     const std::string limit =
         g.power_limit_w ? fmt::format("{:.2f} W", *g.power_limit_w) : std::string("[N/A]");
@@ -96,6 +99,7 @@ std::string RenderDevicesJson(const DevicesReport& report) {
   out["driver_version"] = report.driver_version;
   out["nvml_library"] = report.nvml_library;
   out["backend"] = report.backend;
+  out["library_version"] = report.library_version;
   out["gpus"] = nlohmann::json::array();
   for (const DeviceEntry& g : report.gpus) {
     nlohmann::ordered_json j;

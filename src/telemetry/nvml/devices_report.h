@@ -32,7 +32,8 @@ struct DeviceEntry {
 
 struct DevicesReport {
   std::string host;
-  std::string driver_version;    // empty when NVML did not say
+  std::string driver_version;    // empty when the library did not say
+  std::string library_version;   // AMD SMI's "24.7.0.0"; empty for NVML
   std::string backend = "NVML";  // "NVML", "AMD SMI"
   std::string nvml_library;      // the path or name that was dlopen'd (whichever backend's)
   std::vector<DeviceEntry> gpus;
@@ -59,7 +60,8 @@ Result<DevicesReport> ReadDevicesReport(const DevicesOptions& options);
 // One header line, then per GPU its identity line and its supported / unsupported / unknown
 // fields (the last two only when non-empty).
 std::string RenderDevicesText(const DevicesReport& report);
-// One JSON object (2-space indent, trailing newline): host, driver_version, nvml_library, and per
+// One JSON object (2-space indent, trailing newline): host, driver_version, nvml_library, backend,
+// library_version, and per
 // GPU index, name, uuid, pci_bus_id, architecture, power_limit_w (null when absent), supported,
 // unsupported, unknown, stale, lost, and stale_reason when stale.
 std::string RenderDevicesJson(const DevicesReport& report);

@@ -115,7 +115,7 @@ TEST(AmdSmiSourceTest, ReadsEveryFieldInGpuSampleUnits) {
   EXPECT_EQ(infos[0].name, "AMD Instinct MI300X");
   EXPECT_EQ(infos[0].pci_bus_id, "0000:c1:00.0");
   EXPECT_EQ(source.architecture(0), "gfx942");
-  EXPECT_EQ(source.backend_info().driver_version, "24.7.0.0");
+  EXPECT_EQ(source.backend_info().library_version, "24.7.0.0");
 }
 
 TEST(AmdSmiSourceTest, Mi250xSecondGcdHasNoPowerNotZeroWatts) {
@@ -272,7 +272,7 @@ TEST(AmdSmiDevicesTest, ListsBoardsWithBusIdLimitAndMemory) {
   EXPECT_THAT(r->gpus[1].unsupported, Contains("utilization"));
   EXPECT_THAT(r->gpus[0].supported, Contains("utilization"));
   const std::string text = nvml::RenderDevicesText(*r);
-  EXPECT_THAT(text, HasSubstr("driver 24.7.0.0  AMD SMI "));
+  EXPECT_THAT(text, HasSubstr("driver ?  AMD SMI 24.7.0.0 " FAKE_AMDSMI_LIB "\n"));
   EXPECT_THAT(text, HasSubstr("GPU 1  AMD Instinct MI300X    0000:11:00.0  gfx942  power limit "
                               "750.00 W  memory 196592 MiB\n"));
 }
