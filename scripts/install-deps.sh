@@ -13,6 +13,7 @@ PKGS=(
   slurm-wlm munge python3-torch
   help2man man-db lintian dpkg-dev
   libbrotli-dev binutils  # make dist: static brotli (cpp-httplib), objdump (the glibc floor)
+  librocm-smi64-1  # the real ROCm SMI library, loaded by a test on this GPU-less machine
 )
 
 missing=()

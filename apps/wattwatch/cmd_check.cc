@@ -84,8 +84,10 @@ kubelet restarts the pod; give the probe a timeoutSeconds above --seconds):
 A hang is confirmed after --hang-confirm-s (29 s) of waiting, so --seconds below 30 can only
 suspect one. Exit codes: 0 no confirmed hang (none, suspected or unknown: read the verdict);
 3 a hang confirmed; 2 bad flags or a source that cannot be read.)");
-  cmd->add_option("--source", f->check.source,
-                  "nvml, dcgm-exporter:URL, replay:FILE[,FILE...] or sim:SCENARIO")
+  cmd->add_option(
+         "--source", f->check.source,
+         "auto (NVML, else AMD SMI, else ROCm SMI), nvml, amdsmi, rocm-smi, dcgm-exporter:URL, "
+         "replay:FILE[,FILE...] or sim:SCENARIO")
       ->capture_default_str();
   cmd->add_option("--seconds", f->check.seconds, "how long to sample")
       ->check(CLI::Range(1.0, 86400.0))
@@ -97,6 +99,8 @@ suspect one. Exit codes: 0 no confirmed hang (none, suspected or unknown: read t
   AddWorldSizeFlag(cmd, &f->check.triage.world_size);
   cmd->add_option("--nvml-lib", f->check.source_options.nvml_lib,
                   "path of libnvidia-ml.so.1 (nvml source)");
+  cmd->add_option("--amdsmi-lib", f->check.source_options.amdsmi_lib,
+                  "path of libamd_smi.so (amdsmi source; else $WATTWATCH_AMDSMI_LIB)");
   cmd->add_flag("--json", f->json, "print the triage JSON (hang_verdict, snapshot, episodes)");
   cmd->add_option("--color", f->color, "auto, always or never")
       ->check(CLI::IsMember({"auto", "always", "never"}));

@@ -19,7 +19,8 @@ void AddRecordCommand(CLI::App& app, int* exit_code) {
   auto force = std::make_shared<bool>(false);
   CLI::App* cmd = app.add_subcommand(
       "record",
-      "Sample every GPU on this host through NVML and write a log. CSV is exactly nvidia-smi's "
+      "Sample every GPU on this host through NVML (AMD GPUs: AMD SMI, see docs/amd.md) and write "
+      "a log. CSV is exactly nvidia-smi's "
       "`--query-gpu=timestamp,index,name,uuid,power.draw,power.limit,utilization.gpu,"
       "utilization.memory,clocks.sm,clocks.mem,temperature.gpu,memory.used,memory.total,pstate,"
       "clocks_event_reasons.sw_power_cap --format=csv` (same header, units, local timestamps), "
@@ -48,6 +49,12 @@ void AddRecordCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--keep", opts->writer.keep_files, "Rotated files to keep")
       ->check(CLI::Range(1, 1000))
       ->capture_default_str();
+  cmd->add_option("--source", opts->source,
+                  "auto (NVML, else AMD SMI, else ROCm SMI), nvml, amdsmi or rocm-smi")
+      ->check(CLI::IsMember({"auto", "nvml", "amdsmi", "rocm-smi"}))
+      ->capture_default_str();
+  cmd->add_option("--amdsmi-lib", opts->amdsmi_lib,
+                  "Path of libamd_smi.so (default: $WATTWATCH_AMDSMI_LIB, else the loader path)");
   cmd->add_option("--nvml-lib", opts->nvml.library_path,
                   "Path of libnvidia-ml.so.1 (default: $WATTWATCH_NVML_LIB, else the loader path)");
   cmd->add_option("--deadline-ms", opts->deadline_ms,

@@ -48,8 +48,10 @@ Examples:
   wattwatch top --source sim:hang-exit --speed 50
 
 Exit codes: 0 quit; 2 bad flags, no terminal, or a source that cannot be opened.)");
-  cmd->add_option("--source", options->source,
-                  "nvml, dcgm-exporter:URL, replay:FILE[,FILE...] or sim:SCENARIO")
+  cmd->add_option(
+         "--source", options->source,
+         "auto (NVML, else AMD SMI, else ROCm SMI), nvml, amdsmi, rocm-smi, dcgm-exporter:URL, "
+         "replay:FILE[,FILE...] or sim:SCENARIO")
       ->capture_default_str();
   cmd->add_option("--speed", options->run.speed,
                   "replay/sim: this many times faster than real time; 0: as fast as possible")
@@ -60,6 +62,8 @@ Exit codes: 0 quit; 2 bad flags, no terminal, or a source that cannot be opened.
       ->capture_default_str();
   cmd->add_option("--nvml-lib", options->source_options.nvml_lib,
                   "path of libnvidia-ml.so.1 (nvml source)");
+  cmd->add_option("--amdsmi-lib", options->source_options.amdsmi_lib,
+                  "path of libamd_smi.so (amdsmi source; else $WATTWATCH_AMDSMI_LIB)");
   cmd->callback([options, exit_code] { *exit_code = RunTopCommand(*options); });
 }
 

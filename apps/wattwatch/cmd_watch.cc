@@ -54,8 +54,10 @@ int RunWatch(WatchFlags f, bool run_mode) {
 void AddCommonFlags(CLI::App* cmd, WatchFlags* flags, bool run_mode) {
   watch::WatchCommandOptions* f = &flags->options;
   watch::WatchOptions* w = &f->watch;
-  cmd->add_option("--source", f->source,
-                  "nvml, dcgm-exporter:URL, replay:FILE[,FILE...] or sim:SCENARIO")
+  cmd->add_option(
+         "--source", f->source,
+         "auto (NVML, else AMD SMI, else ROCm SMI), nvml, amdsmi, rocm-smi, dcgm-exporter:URL, "
+         "replay:FILE[,FILE...] or sim:SCENARIO")
       ->capture_default_str();
   cmd->add_option("--speed", w->speed, "replay/sim: this many times faster than real time")
       ->check(CLI::Range(0.01, 100000.0))
@@ -65,6 +67,8 @@ void AddCommonFlags(CLI::App* cmd, WatchFlags* flags, bool run_mode) {
       ->capture_default_str();
   cmd->add_option("--nvml-lib", f->nvml_lib,
                   "path of libnvidia-ml.so.1 (else $WATTWATCH_NVML_LIB)");
+  cmd->add_option("--amdsmi-lib", f->amdsmi_lib,
+                  "path of libamd_smi.so (else $WATTWATCH_AMDSMI_LIB)");
   cmd->add_option("--listen", w->listen,
                   "HOST:PORT for /metrics, /state, /healthz (port 0: any free port; 'none': no "
                   "endpoint)")

@@ -20,7 +20,7 @@
 namespace ww::report {
 
 struct CheckOptions {
-  std::string source = "nvml";  // nvml, dcgm-exporter:URL, replay:FILE[,FILE...], sim:SCENARIO
+  std::string source = "auto";  // auto, nvml, amdsmi, dcgm-exporter:URL, replay:FILE,..., sim:S
   SourceSpecOptions source_options;
   double seconds = 30;         // how long to sample (replay: how much of the log's own time)
   int64_t interval_ms = 1000;  // live sources: one reading every this often

@@ -232,7 +232,7 @@ Status RunTopOn(const TopOptions& options, Clock& clock) {
   if (!opened.ok()) return opened.status();
   TopRunOptions run = options.run;
   run.live = opened->live;
-  run.source_label = options.source;
+  run.source_label = opened->label;
   return RunTop(*opened->source, clock, run);
 }
 

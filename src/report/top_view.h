@@ -101,7 +101,7 @@ Status RunTop(TelemetrySource& source, Clock& clock, const TopRunOptions& option
 
 // Everything `wattwatch top` takes; its flags bind straight to these fields.
 struct TopOptions {
-  std::string source = "nvml";       // --source: nvml, replay:FILE[,FILE...] or sim:SCENARIO
+  std::string source = "auto";       // --source: auto, nvml, amdsmi, replay:FILE,... or sim:S
   SourceSpecOptions source_options;  // --nvml-lib
   TopRunOptions run;                 // --speed, --interval-ms (live and the label are set here)
 };

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "telemetry/amdsmi/amdsmi_source.h"
 #include "telemetry/ingest/dcgm_exporter_live.h"
 #include "telemetry/ingest/open.h"
 #include "telemetry/nvml/nvml_source.h"
@@ -23,19 +24,58 @@ std::vector<std::string> SplitComma(const std::string& s) {
   return out;
 }
 
+Result<std::unique_ptr<LiveGpuSource>> OpenAmdSmi(const nvml::NvmlSourceOptions& options,
+                                                  const std::string& amdsmi_lib,
+                                                  amdsmi::AmdLibrary library) {
+  amdsmi::AmdSmiSourceOptions ao;
+  ao.library = library;
+  ao.library_path = amdsmi_lib;
+  ao.hostname = options.hostname;
+  ao.clock = options.clock;
+  ao.call_deadline_ms = options.call_deadline_ms;
+  ao.sampling_interval_ms = options.sampling_interval_ms;
+  ao.init_deadline_ms = options.init_deadline_ms;
+  auto s = amdsmi::AmdSmiSource::Open(ao);
+  if (!s.ok()) return s.status();
+  return std::unique_ptr<LiveGpuSource>(std::move(*s));
+}
+
 }  // namespace
+
+Result<std::unique_ptr<LiveGpuSource>> OpenLiveGpuSource(const std::string& backend,
+                                                         const nvml::NvmlSourceOptions& options,
+                                                         const std::string& amdsmi_lib) {
+  if (backend == "amdsmi") {
+    return OpenAmdSmi(options, amdsmi_lib, amdsmi::AmdLibrary::kAmdSmiElseRocmSmi);
+  }
+  if (backend == "rocm-smi") return OpenAmdSmi(options, amdsmi_lib, amdsmi::AmdLibrary::kRocmSmi);
+  auto nv = nvml::NvmlSource::Open(options);
+  if (nv.ok()) return std::unique_ptr<LiveGpuSource>(std::move(*nv));
+  if (backend != "auto") return nv.status();
+  // Whatever NVML's reason (no library, no driver, no GPU), AMD SMI is asked next: a host may
+  // carry both vendors' libraries and only one vendor's GPUs.
+  auto amd = OpenAmdSmi(options, amdsmi_lib, amdsmi::AmdLibrary::kAmdSmiElseRocmSmi);
+  if (amd.ok()) return amd;
+  return Status::Unavailable(fmt::format("no GPU library can be used here. NVML: {} AMD SMI: {}",
+                                         nv.status().message(), amd.status().message()));
+}
 
 Result<OpenedSource> OpenSourceSpec(const std::string& spec, const SourceSpecOptions& options) {
   OpenedSource out;
-  if (spec == "nvml") {
+  out.label = spec;
+  if (spec == "nvml" || spec == "amdsmi" || spec == "rocm-smi" || spec == "auto") {
     nvml::NvmlSourceOptions no;
     no.library_path = options.nvml_lib;
     no.hostname = options.hostname;
     no.clock = options.clock;
     no.call_deadline_ms = options.call_deadline_ms;
-    auto s = nvml::NvmlSource::Open(no);
+    auto s = OpenLiveGpuSource(spec, no, options.amdsmi_lib);
     if (!s.ok()) return s.status();
-    out.nvml = s->get();
+    out.gpus = s->get();
+    out.nvml = dynamic_cast<nvml::NvmlSource*>(s->get());
+    out.label = out.nvml != nullptr                              ? "nvml"
+                : out.gpus->backend_info().backend == "ROCm SMI" ? "rocm-smi"
+                                                                 : "amdsmi";
     out.source = std::move(*s);
     out.live = true;
     return out;
@@ -69,13 +109,18 @@ Result<OpenedSource> OpenSourceSpec(const std::string& spec, const SourceSpecOpt
     return out;
   }
   return Status::InvalidInput(fmt::format(
-      "--source: unknown source '{}' (expected nvml, dcgm-exporter:URL, replay:FILE[,FILE...] or "
+      "--source: unknown source '{}' (expected auto, nvml, amdsmi, rocm-smi, dcgm-exporter:URL, "
+      "replay:FILE[,FILE...] or "
       "sim:SCENARIO)",
       spec));
 }
 
 const char* SourceSpecHelp() {
-  return "  nvml                      this host's GPUs, read live every --interval-ms\n  "
+  return "  auto                      this host's GPUs: NVML, else AMD SMI, else ROCm SMI "
+         "(default)\n  "
+         "nvml                      this host's NVIDIA GPUs, read live every --interval-ms\n  "
+         "amdsmi                    this host's AMD GPUs: AMD SMI, else ROCm SMI\n  "
+         "rocm-smi                  this host's AMD GPUs through ROCm SMI only\n  "
          "dcgm-exporter:URL         scrape this node's dcgm-exporter (http://localhost:9400) "
          "every --interval-ms instead of opening NVML\n  "
          "replay:FILE[,FILE...]     nvidia-smi logs (one per host), replayed at --speed\n  "

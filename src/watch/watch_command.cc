@@ -49,6 +49,7 @@ int RunWatchCommand(const WatchCommandOptions& f, bool run_mode, std::atomic<int
   }
   SourceSpecOptions so;
   so.nvml_lib = f.nvml_lib;
+  so.amdsmi_lib = f.amdsmi_lib;
   so.hostname = f.host;
   auto opened = OpenSourceSpec(f.source, so);
   if (!opened.ok()) {
@@ -95,7 +96,7 @@ int RunWatchCommand(const WatchCommandOptions& f, bool run_mode, std::atomic<int
     probes.push_back(MakeProcessProbe(f.pid, f.process));
   }
 
-  o.source_label = f.source;
+  o.source_label = opened->label;
   o.live = opened->live;
   const auto& hosts = opened->source->hosts();
   o.identity.host = !f.host.empty() ? f.host : hosts.size() == 1 ? hosts[0] : LocalHostName();

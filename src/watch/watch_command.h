@@ -22,8 +22,9 @@ namespace ww::watch {
 struct WatchCommandOptions {
   WatchCommandOptions();
 
-  std::string source = "nvml";  // nvml, replay:FILE[,FILE...] or sim:SCENARIO
+  std::string source = "auto";  // auto, nvml, amdsmi, dcgm-exporter:URL, replay:F,... or sim:S
   std::string nvml_lib;         // empty: $WATTWATCH_NVML_LIB, else libnvidia-ml.so.1
+  std::string amdsmi_lib;       // empty: $WATTWATCH_AMDSMI_LIB, else libamd_smi.so
   std::string host;             // empty: the log's host, or this machine's name
   std::string job_id;           // empty: $SLURM_JOB_ID, else $TORCHELASTIC_RUN_ID
   std::string version;          // for wattwatch_build_info

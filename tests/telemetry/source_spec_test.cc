@@ -142,8 +142,8 @@ TEST(SourceSpecTest, UnknownFormsListTheKnownOnes) {
     EXPECT_EQ(opened.status().code(), StatusCode::kInvalidInput) << spec;
     EXPECT_THAT(opened.status().message(), HasSubstr(fmt::format("unknown source '{}'", spec)));
     EXPECT_THAT(opened.status().message(),
-                HasSubstr("expected nvml, dcgm-exporter:URL, replay:FILE[,FILE...] or "
-                          "sim:SCENARIO"));
+                HasSubstr("expected auto, nvml, amdsmi, rocm-smi, dcgm-exporter:URL, "
+                          "replay:FILE[,FILE...] or sim:SCENARIO"));
   }
 }
 
@@ -184,7 +184,8 @@ TEST(SourceSpecTest, NvmlIsLiveAndExposesTheNvmlSource) {
 
 TEST(SourceSpecTest, HelpListsEveryForm) {
   const std::string help = SourceSpecHelp();
-  EXPECT_THAT(help, HasSubstr("nvml"));
+  for (const char* form : {"auto", "nvml", "amdsmi", "rocm-smi"})
+    EXPECT_THAT(help, HasSubstr(form));
   EXPECT_THAT(help, HasSubstr("replay:FILE[,FILE...]"));
   EXPECT_THAT(help, HasSubstr("sim:SCENARIO"));
 }

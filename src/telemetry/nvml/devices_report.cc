@@ -4,15 +4,21 @@
 
 #include <nlohmann/json.hpp>
 
+#include "telemetry/source_spec.h"
+
 namespace ww::nvml {
 
-DevicesReport BuildDevicesReport(const NvmlSource& source, const std::vector<GpuSample>& samples) {
+DevicesReport BuildDevicesReport(const LiveGpuSource& source,
+                                 const std::vector<GpuSample>& samples) {
   DevicesReport report;
+  const LiveBackendInfo backend = source.backend_info();
   report.host = source.hosts().front();
-  report.driver_version = source.driver_version();
-  report.nvml_library = source.lib().path();
+  report.backend = backend.backend;
+  report.driver_version = backend.driver_version;
+  report.library_version = backend.library_version;
+  report.nvml_library = backend.library;
   const std::vector<GpuInfo> infos = source.gpus();
-  const std::vector<NvmlGpuStatus>& status = source.last_status();
+  const std::vector<LiveGpuStatus>& status = source.last_status();
   for (size_t i = 0; i < infos.size(); ++i) {
     DeviceEntry g;
     g.index = i;
@@ -20,11 +26,12 @@ DevicesReport BuildDevicesReport(const NvmlSource& source, const std::vector<Gpu
     g.uuid = infos[i].uuid;
     g.pci_bus_id = infos[i].pci_bus_id;
     g.architecture = source.architecture(i);
-    if (i < samples.size()) g.power_limit_w = samples[i].power_limit_w;
-    for (int f = 0; f < kNvmlFieldCount; ++f) {
-      const auto field = static_cast<NvmlField>(f);
-      const char* name = NvmlFieldName(field);
-      switch (source.support(i, field)) {
+    if (i < samples.size()) {
+      g.power_limit_w = samples[i].power_limit_w;
+      g.mem_total_mib = samples[i].mem_total_mib;
+    }
+    for (const auto& [name, support] : source.field_support(i)) {
+      switch (support) {
         case Support::kSupported:
           g.supported.push_back(name);
           break;
@@ -46,10 +53,10 @@ DevicesReport BuildDevicesReport(const NvmlSource& source, const std::vector<Gpu
   return report;
 }
 
-Result<DevicesReport> ReadDevicesReport(const NvmlSourceOptions& options) {
-  auto opened = NvmlSource::Open(options);
+Result<DevicesReport> ReadDevicesReport(const DevicesOptions& options) {
+  auto opened = OpenLiveGpuSource(options.source, options.nvml, options.amdsmi_lib);
   if (!opened.ok()) return opened.status();
-  NvmlSource& source = *opened.value();
+  LiveGpuSource& source = *opened.value();
   std::vector<GpuSample> samples;
   if (Status st = source.Next(&samples); !st.ok()) return st;
   return BuildDevicesReport(source, samples);
@@ -62,16 +69,21 @@ std::string OrUnknown(const std::string& s) { return s.empty() ? "?" : s; }
 }  // namespace
 
 std::string RenderDevicesText(const DevicesReport& report) {
-  std::string text = fmt::format("host {}  driver {}  NVML {}\n", report.host,
-                                 OrUnknown(report.driver_version), report.nvml_library);
+  const std::string library = report.library_version.empty()
+                                  ? report.backend
+                                  : report.backend + " " + report.library_version;
+  std::string text = fmt::format("host {}  driver {}  {} {}\n", report.host,
+                                 OrUnknown(report.driver_version), library, report.nvml_library);
   for (const DeviceEntry& g : report.gpus) {
     const std::string limit =
         g.power_limit_w ? fmt::format("{:.2f} W", *g.power_limit_w) : std::string("[N/A]");
     const std::string state = g.lost    ? "  [GPU is lost]"
                               : g.stale ? "  [stale: " + g.stale_reason + "]"
                                         : "";
-    text += fmt::format("GPU {}  {}  {}  {}  {}  power limit {}{}\n", g.index, OrUnknown(g.name),
-                        g.uuid, g.pci_bus_id, OrUnknown(g.architecture), limit, state);
+    const std::string memory =
+        g.mem_total_mib ? fmt::format("  memory {:.0f} MiB", *g.mem_total_mib) : std::string();
+    text += fmt::format("GPU {}  {}  {}  {}  {}  power limit {}{}{}\n", g.index, OrUnknown(g.name),
+                        g.uuid, g.pci_bus_id, OrUnknown(g.architecture), limit, memory, state);
     text += fmt::format("  supported:   {}\n", fmt::join(g.supported, " "));
     if (!g.unsupported.empty()) {
       text += fmt::format("  unsupported: {}\n", fmt::join(g.unsupported, " "));
@@ -86,6 +98,8 @@ std::string RenderDevicesJson(const DevicesReport& report) {
   out["host"] = report.host;
   out["driver_version"] = report.driver_version;
   out["nvml_library"] = report.nvml_library;
+  out["backend"] = report.backend;
+  out["library_version"] = report.library_version;
   out["gpus"] = nlohmann::json::array();
   for (const DeviceEntry& g : report.gpus) {
     nlohmann::ordered_json j;
@@ -95,6 +109,7 @@ std::string RenderDevicesJson(const DevicesReport& report) {
     j["pci_bus_id"] = g.pci_bus_id;
     j["architecture"] = g.architecture;
     j["power_limit_w"] = g.power_limit_w ? nlohmann::ordered_json(*g.power_limit_w) : nullptr;
+    j["mem_total_mib"] = g.mem_total_mib ? nlohmann::ordered_json(*g.mem_total_mib) : nullptr;
     j["supported"] = g.supported;
     j["unsupported"] = g.unsupported;
     j["unknown"] = g.unknown;

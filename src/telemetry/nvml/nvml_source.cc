@@ -382,6 +382,31 @@ Support NvmlSource::support(size_t gpu, NvmlField field) const {
 std::string NvmlSource::architecture(size_t gpu) const {
   return gpu < impl_->archs.size() ? impl_->archs[gpu] : std::string();
 }
+uint32_t NvmlSource::unsupported_sample_fields(size_t gpu) const {
+  auto no = [&](NvmlField f) { return support(gpu, f) == Support::kUnsupported; };
+  uint32_t mask = 0;
+  if (no(NvmlField::kPowerDraw)) mask |= kSamplePower;
+  if (no(NvmlField::kPowerLimit)) mask |= kSamplePowerLimit;
+  if (no(NvmlField::kUtilization)) mask |= kSampleUtilGpu | kSampleUtilMem;
+  if (no(NvmlField::kSmClock)) mask |= kSampleSmClock;
+  if (no(NvmlField::kMemClock)) mask |= kSampleMemClock;
+  if (no(NvmlField::kTemperature)) mask |= kSampleTemperature;
+  if (no(NvmlField::kMemory)) mask |= kSampleMemUsed | kSampleMemTotal;
+  if (no(NvmlField::kPstate)) mask |= kSamplePstate;
+  if (no(NvmlField::kClockEventReasons)) mask |= kSampleClockEventReasons;
+  return mask;
+}
+std::vector<std::pair<std::string, FieldSupport>> NvmlSource::field_support(size_t gpu) const {
+  std::vector<std::pair<std::string, FieldSupport>> out;
+  for (int f = 0; f < kNvmlFieldCount; ++f) {
+    const auto field = static_cast<NvmlField>(f);
+    out.emplace_back(NvmlFieldName(field), support(gpu, field));
+  }
+  return out;
+}
+LiveBackendInfo NvmlSource::backend_info() const {
+  return LiveBackendInfo{"NVML", impl_->lib->path(), impl_->driver_version};
+}
 const std::string& NvmlSource::driver_version() const { return impl_->driver_version; }
 const NvmlLib& NvmlSource::lib() const { return *impl_->lib; }
 int64_t NvmlSource::last_tick_latency_us() const { return impl_->health.last_read_latency_us; }

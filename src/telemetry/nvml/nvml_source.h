@@ -31,13 +31,14 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/clock.h"
 #include "core/sample.h"
 #include "core/status.h"
+#include "telemetry/live_gpu_source.h"
 #include "telemetry/nvml/nvml_api.h"
-#include "telemetry/source.h"
 
 namespace ww::nvml {
 
@@ -66,20 +67,12 @@ inline constexpr int kNvmlFieldCount = static_cast<int>(NvmlField::kCount);
 // Stable short name, e.g. "power.draw", "pcie.tx", "gpm".
 const char* NvmlFieldName(NvmlField field);
 
-enum class Support : uint8_t {
-  kUnknown,      // never answered yet (the GPU was stale, lost, or the read failed)
-  kSupported,    // answered NVML_SUCCESS at least once
-  kUnsupported,  // NVML_ERROR_NOT_SUPPORTED, or the library lacks the entry point
-};
+// kSupported: answered NVML_SUCCESS at least once; kUnsupported: NVML_ERROR_NOT_SUPPORTED, or
+// the library lacks the entry point.
+using Support = FieldSupport;
 
-// What happened to one GPU in the last tick, beyond its readings.
-struct NvmlGpuStatus {
-  bool stale = false;            // an NVML call missed its deadline; the sample has no readings
-  std::string stale_reason;      // e.g. "nvmlDeviceGetPowerUsage did not return within 200 ms"
-  bool lost = false;             // NVML_ERROR_GPU_IS_LOST (fallen off the bus); no readings
-  std::vector<uint64_t> xids;    // Xid critical errors reported since the previous tick
-  int64_t read_latency_us = -1;  // time the worker spent on all calls; -1 when not read
-};
+// What happened to one GPU in the last tick; lost is NVML_ERROR_GPU_IS_LOST.
+using NvmlGpuStatus = LiveGpuStatus;
 
 // What every command that opens NVML sets; CLI11 flags bind straight to these fields, so each
 // default lives here once.
@@ -101,7 +94,7 @@ struct NvmlSourceOptions {
 // longer than it lasts, nor less than a healthy driver call can take.
 int64_t EffectiveCallDeadlineMs(const NvmlSourceOptions& options);
 
-class NvmlSource final : public TelemetrySource {
+class NvmlSource final : public LiveGpuSource {
  public:
   // Loads NVML and enumerates GPUs. kUnavailable, with one message that says what is missing and
   // how to point wattwatch at a library, when there is no library, no driver, or no GPU.
@@ -120,10 +113,13 @@ class NvmlSource final : public TelemetrySource {
 
   size_t gpu_count() const;
   // Per GPU, for the last Next().
-  const std::vector<NvmlGpuStatus>& last_status() const;
+  const std::vector<NvmlGpuStatus>& last_status() const override;
   Support support(size_t gpu, NvmlField field) const;
   // "hopper", "ampere", ... or "" when NVML does not say.
-  std::string architecture(size_t gpu) const;
+  std::string architecture(size_t gpu) const override;
+  uint32_t unsupported_sample_fields(size_t gpu) const override;
+  std::vector<std::pair<std::string, FieldSupport>> field_support(size_t gpu) const override;
+  LiveBackendInfo backend_info() const override;
   const std::string& driver_version() const;
   const NvmlLib& lib() const;
   // The same as health().last_read_latency_us and health().samples_stale.

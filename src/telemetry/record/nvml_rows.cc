@@ -2,24 +2,24 @@
 
 namespace ww::record {
 
-uint32_t UnsupportedColumns(const nvml::NvmlSource& source, size_t gpu) {
-  using nvml::NvmlField;
-  using nvml::Support;
-  auto no = [&](NvmlField f) { return source.support(gpu, f) == Support::kUnsupported; };
+uint32_t UnsupportedColumns(const LiveGpuSource& source, size_t gpu) {
+  const uint32_t no = source.unsupported_sample_fields(gpu);
   uint32_t mask = 0;
-  if (no(NvmlField::kPowerDraw)) mask |= kColPowerDraw;
-  if (no(NvmlField::kPowerLimit)) mask |= kColPowerLimit;
-  if (no(NvmlField::kUtilization)) mask |= kColUtilGpu | kColUtilMem;
-  if (no(NvmlField::kSmClock)) mask |= kColSmClock;
-  if (no(NvmlField::kMemClock)) mask |= kColMemClock;
-  if (no(NvmlField::kTemperature)) mask |= kColTemperature;
-  if (no(NvmlField::kMemory)) mask |= kColMemUsed | kColMemTotal;
-  if (no(NvmlField::kPstate)) mask |= kColPstate;
-  if (no(NvmlField::kClockEventReasons)) mask |= kColSwPowerCap;
+  if ((no & kSamplePower) != 0) mask |= kColPowerDraw;
+  if ((no & kSamplePowerLimit) != 0) mask |= kColPowerLimit;
+  if ((no & kSampleUtilGpu) != 0) mask |= kColUtilGpu;
+  if ((no & kSampleUtilMem) != 0) mask |= kColUtilMem;
+  if ((no & kSampleSmClock) != 0) mask |= kColSmClock;
+  if ((no & kSampleMemClock) != 0) mask |= kColMemClock;
+  if ((no & kSampleTemperature) != 0) mask |= kColTemperature;
+  if ((no & kSampleMemUsed) != 0) mask |= kColMemUsed;
+  if ((no & kSampleMemTotal) != 0) mask |= kColMemTotal;
+  if ((no & kSamplePstate) != 0) mask |= kColPstate;
+  if ((no & kSampleClockEventReasons) != 0) mask |= kColSwPowerCap;
   return mask;
 }
 
-std::vector<RecordRow> RowsForTick(const nvml::NvmlSource& source,
+std::vector<RecordRow> RowsForTick(const LiveGpuSource& source,
                                    const std::vector<GpuSample>& samples,
                                    const std::vector<GpuInfo>& infos) {
   std::vector<RecordRow> rows;

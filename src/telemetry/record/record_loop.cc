@@ -9,6 +9,7 @@
 
 #include "telemetry/pacer.h"
 #include "telemetry/record/nvml_rows.h"
+#include "telemetry/source_spec.h"
 
 namespace ww::record {
 
@@ -42,7 +43,7 @@ Result<uint64_t> ParseSizeBytes(std::string_view text) {
   return v << shift;
 }
 
-Result<RecordSummary> RunRecordLoop(nvml::NvmlSource& source, RecordWriter& writer, Clock& clock,
+Result<RecordSummary> RunRecordLoop(LiveGpuSource& source, RecordWriter& writer, Clock& clock,
                                     const RecordOptions& options, const std::atomic<int>* stop,
                                     const RecordNote& note) {
   constexpr int64_t kStopCheckNs = 100'000'000;  // Ctrl-C stops within 100 ms
@@ -74,7 +75,7 @@ Result<RecordSummary> RunRecordLoop(nvml::NvmlSource& source, RecordWriter& writ
   }
   summary.dropped_ticks = pacer.dropped_ticks();
   summary.gpus = infos.size();
-  summary.stale_samples = source.stale_samples();
+  summary.stale_samples = source.health().samples_stale;
   return summary;
 }
 
@@ -90,7 +91,7 @@ Result<RecordSummary> Record(const RecordOptions& options, Clock& clock,
   so.clock = &clock;
   so.call_deadline_ms = options.deadline_ms;  // 0: nvml::EffectiveCallDeadlineMs
   so.sampling_interval_ms = options.interval_ms;
-  auto source = nvml::NvmlSource::Open(so);
+  auto source = OpenLiveGpuSource(options.source, so, options.amdsmi_lib);
   if (!source.ok()) return source.status();
   auto writer = RecordWriter::Open(wo);
   if (!writer.ok()) return writer.status();

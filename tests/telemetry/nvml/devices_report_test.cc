@@ -90,9 +90,9 @@ TEST(DevicesReportTest, JsonHasEveryKeyNullForAbsentAndAReasonOnlyWhenStale) {
   const auto ordered = nlohmann::ordered_json::parse(RenderDevicesJson(TwoGpus()));
   std::vector<std::string> keys;
   for (const auto& [k, v] : ordered["gpus"][1].items()) keys.push_back(k);
-  EXPECT_THAT(keys,
-              ElementsAre("index", "name", "uuid", "pci_bus_id", "architecture", "power_limit_w",
-                          "supported", "unsupported", "unknown", "stale", "lost", "stale_reason"));
+  EXPECT_THAT(keys, ElementsAre("index", "name", "uuid", "pci_bus_id", "architecture",
+                                "power_limit_w", "mem_total_mib", "supported", "unsupported",
+                                "unknown", "stale", "lost", "stale_reason"));
 }
 
 TEST(DevicesReportTest, ReadFromTheFakeLibrary) {
@@ -100,11 +100,11 @@ TEST(DevicesReportTest, ReadFromTheFakeLibrary) {
   fake.Script(
       "gpus 2\ngpu 1 name \"NVIDIA A100-SXM4-80GB\" arch ampere\nset * power_limit_mw 650000\n"
       "unsupported 1 temperature\nat 0 block 0 nvmlDeviceGetName 0.3\n");
-  NvmlSourceOptions o = DevicesOptions{}.nvml;
-  EXPECT_EQ(o.call_deadline_ms, 2000);  // the devices command's default, declared once
-  o.library_path = FAKE_NVML_LIB;
-  o.hostname = "node7";
-  o.call_deadline_ms = 100;
+  DevicesOptions o;
+  EXPECT_EQ(o.nvml.call_deadline_ms, 2000);  // the devices command's default, declared once
+  o.nvml.library_path = FAKE_NVML_LIB;
+  o.nvml.hostname = "node7";
+  o.nvml.call_deadline_ms = 100;
   auto r = ReadDevicesReport(o);
   ASSERT_TRUE(r.ok()) << r.status().message();
   EXPECT_EQ(r->host, "node7");
@@ -127,8 +127,9 @@ TEST(DevicesReportTest, ReadFromTheFakeLibrary) {
 }
 
 TEST(DevicesReportTest, NoLibraryIsTheOpenError) {
-  NvmlSourceOptions o;
-  o.library_path = "/nonexistent/libnvidia-ml.so.1";
+  DevicesOptions o;
+  o.source = "nvml";
+  o.nvml.library_path = "/nonexistent/libnvidia-ml.so.1";
   auto r = ReadDevicesReport(o);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), StatusCode::kUnavailable);
