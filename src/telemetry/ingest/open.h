@@ -37,6 +37,8 @@ struct InputDescription {
   std::string fixed;
   const ingest::FileSource* file = nullptr;  // borrowed from the opened source
   std::string compression;                   // "", "gzip", "zstd"
+  // A split rocm-smi half: "joined with node3_usage.csv by (time, device) as host 'node3'".
+  std::string joined;
   // "node0.csv.gz: gzip, dcgm-exporter text: POWER_USAGE GPU_UTIL ..."
   std::string Text() const;
 };
@@ -63,7 +65,8 @@ Result<ingest::OpenedFile> OpenTelemetryFile(const std::string& path, const std:
 std::vector<std::string> HostNamesForPaths(const std::vector<std::string>& paths);
 
 // Opens the files as the hosts of one job (host names: HostNamesForPaths). The same file twice
-// is an error (each file is one host); "-" reads standard input.
+// is an error (each file is one host, except the two halves of a split rocm-smi layout, joined
+// into one host by ingest::GroupSplitHalves' rule, amd_smi.h); "-" reads standard input.
 Result<OpenedInputs> OpenTelemetryFiles(const std::vector<std::string>& paths,
                                         const IngestOptions& options = {});
 
