@@ -353,12 +353,17 @@ bool IsAmdCsvHeader(std::string_view line) {
   if (cells.size() < 2) return false;
   const std::string first = AsciiLower(TrimSpaceAndQuotes(cells[0]));
   if (first != "timestamp" && first != "gpu" && first != "device") return false;
-  int known = 0;
+  // A key only these tools print (`power_usage`, `umc_activity`, `GPU use (%)`), not one a
+  // home-made CSV may have (`power`, `mem`): custom-csv keeps those.
   for (auto c : cells) {
     const Key k = KeyOf(c);
-    if (k != Key::kNone && k != Key::kTime && k != Key::kGpu) ++known;
+    const std::string_view name = TrimSpaceAndQuotes(c);
+    if (k != Key::kNone && k != Key::kTime && k != Key::kGpu &&
+        (name.find('_') != std::string_view::npos || name.find('(') != std::string_view::npos)) {
+      return true;
+    }
   }
-  return known > 0;
+  return false;
 }
 
 // Heading words of `amd-smi monitor`'s table.
@@ -376,7 +381,8 @@ bool IsMonitorHeader(std::string_view line) {
         return false;
       }
     }
-    if (KeyOf(toks[k]) != Key::kNone) ++known;
+    // A heading only amd-smi prints (GPU_TEMP, GFX_UTIL, VRAM_USED, GFX%), not POWER alone.
+    if (KeyOf(toks[k]) != Key::kNone && toks[k] != "POWER") ++known;
   }
   return known >= 1;
 }
