@@ -293,10 +293,16 @@ Result<OpenedInputs> OpenTelemetryFiles(const std::vector<std::string>& paths,
   for (const ingest::HostFiles& group : *groups) {
     const auto host_index = static_cast<uint16_t>(parts.size());
     if (group.files.size() == 2) {
-      // One host's split rocm-smi data: named after the stem the two share.
+      // One host's split rocm-smi data: named after the stem the two share, else their folder
+      // (node3/power.csv, node3/usage.csv).
       const std::string& power = paths[group.files[0]];
       const std::string& use = paths[group.files[1]];
-      const std::string host = group.stem.empty() ? hosts[group.files[0]] : group.stem;
+      std::string host = group.stem;
+      if (host.empty()) {
+        std::error_code ec;
+        host = std::filesystem::absolute(power, ec).lexically_normal().parent_path().filename();
+        if (ec || host.empty()) host = hosts[group.files[0]];
+      }
       if (host != HostNameFromPath(power)) out.renamed_hosts = true;
       std::unique_ptr<TelemetrySource> halves[2];
       for (int h = 0; h < 2; ++h) {

@@ -6,15 +6,17 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+
 #include "core/timefmt.h"
 #include "telemetry/ingest/read_support.h"
 
 namespace ww::ingest_tests {
 namespace {
 
-constexpr int64_t kT0 = 1717000000;  // epoch s
+constexpr int64_t kAmdT0 = 1717000000;  // epoch s
 
-const GpuSample* At(const Drained& d, uint16_t gpu, int64_t ms) {
+const GpuSample* AmdAt(const Drained& d, uint16_t gpu, int64_t ms) {
   for (const GpuSample& s : d.samples) {
     if (s.key.gpu == gpu && s.timestamp_ms == ms) return &s;
   }
@@ -39,7 +41,7 @@ TEST(AmdSmi, MonitorCsvReadsUnitsAndLeavesNaAbsent) {
   ASSERT_TRUE(d.status.ok()) << d.status.message();
   EXPECT_EQ(Format(d), "amd-smi");
   ASSERT_EQ(d.samples.size(), 4u);
-  const GpuSample* g0 = At(d, 0, kT0 * 1000);
+  const GpuSample* g0 = AmdAt(d, 0, kAmdT0 * 1000);
   ASSERT_TRUE(g0);
   EXPECT_DOUBLE_EQ(*g0->power_w, 171);
   EXPECT_DOUBLE_EQ(*g0->util_gpu_pct, 99);
@@ -48,7 +50,7 @@ TEST(AmdSmi, MonitorCsvReadsUnitsAndLeavesNaAbsent) {
   EXPECT_DOUBLE_EQ(*g0->mem_total_mib, 196300);
   EXPECT_DOUBLE_EQ(*g0->temperature_c, 32);
   EXPECT_DOUBLE_EQ(*g0->sm_clock_mhz, 2100);
-  const GpuSample* g1 = At(d, 1, (kT0 + 5) * 1000);
+  const GpuSample* g1 = AmdAt(d, 1, (kAmdT0 + 5) * 1000);
   ASSERT_TRUE(g1);
   EXPECT_FALSE(g1->power_w);  // N/A, never 0
   EXPECT_DOUBLE_EQ(*g1->util_gpu_pct, 97);
@@ -109,7 +111,7 @@ TEST(AmdSmi, MetricJsonValueUnitAndPlainValues) {
   EXPECT_DOUBLE_EQ(*a.mem_total_mib, 192 * 1024);
   EXPECT_DOUBLE_EQ(*a.mem_used_mib, 2048);
   const GpuSample& b = d.samples[1];
-  EXPECT_EQ(b.timestamp_ms, (kT0 + 5) * 1000);
+  EXPECT_EQ(b.timestamp_ms, (kAmdT0 + 5) * 1000);
   EXPECT_FALSE(b.power_w);
   EXPECT_DOUBLE_EQ(*b.mem_used_mib, 2049);
 }
@@ -181,7 +183,7 @@ TEST(RocmSmi, CsvWithDateLinesAndASecondaryDie) {
   EXPECT_EQ(Format(d), "rocm-smi");
   ASSERT_EQ(d.samples.size(), 4u);
   const int64_t t0 = ParseTimestamp("2024-06-03 12:00:00")->unix_ms;
-  const GpuSample* g0 = At(d, 0, t0);
+  const GpuSample* g0 = AmdAt(d, 0, t0);
   ASSERT_TRUE(g0);
   EXPECT_DOUBLE_EQ(*g0->power_w, 312);
   EXPECT_DOUBLE_EQ(*g0->power_limit_w, 560);
@@ -190,7 +192,7 @@ TEST(RocmSmi, CsvWithDateLinesAndASecondaryDie) {
   EXPECT_DOUBLE_EQ(*g0->temperature_c, 45);  // edge
   EXPECT_DOUBLE_EQ(*g0->mem_total_mib, 68702699520.0 / (1024 * 1024));
   EXPECT_DOUBLE_EQ(*g0->mem_used_mib, 59768832000.0 / (1024 * 1024));
-  const GpuSample* g1 = At(d, 1, t0 + 5000);
+  const GpuSample* g1 = AmdAt(d, 1, t0 + 5000);
   ASSERT_TRUE(g1);
   EXPECT_FALSE(g1->power_w);
   EXPECT_FALSE(g1->power_limit_w);
@@ -233,12 +235,14 @@ TEST(RocmSmi, LogBetweenBanners) {
     log +=
         "\n\n========================================= ROCm System Management Interface "
         "=========================================\n"
-        "=================================== Power Consumption ===================================\n"
+        "=================================== Power Consumption "
+        "===================================\n"
         "GPU[0]\t\t: Average Graphics Package Power (W): 89.0\n"
         "GPU[1]\t\t: Average Graphics Package Power (W): N/A (Secondary die)\n"
         "\n\t\tPrimary die (usually one above or below the secondary) shows total (primary + "
         "secondary) socket power information\n"
-        "=========================================================================================\n"
+        "========================================================================================="
+        "\n"
         "================================== % time GPU is busy ==================================\n"
         "GPU[0]\t\t: GPU use (%): 0\n"
         "GPU[1]\t\t: GPU use (%): 0\n"
@@ -264,7 +268,7 @@ TEST(RocmSmi, LogBetweenBanners) {
 
 // ---------------------------------------------------------------- the split layout
 
-std::string PowerHalf(int gpus, int64_t from_s, int rows, double watts = 500) {
+std::string SplitPowerHalf(int gpus, int64_t from_s, int rows, double watts = 500) {
   std::string s = "timestamp,device,power_watts,power_cap_watts\n";
   for (int r = 0; r < rows; ++r) {
     for (int g = 0; g < gpus; ++g) {
@@ -274,8 +278,9 @@ std::string PowerHalf(int gpus, int64_t from_s, int rows, double watts = 500) {
   return s;
 }
 
-std::string UseHalf(int gpus, int64_t from_s, int rows) {
-  std::string s = "timestamp,device,gpu_use_percent,gfx_activity,vram_total_bytes,vram_used_bytes\n";
+std::string SplitUseHalf(int gpus, int64_t from_s, int rows) {
+  std::string s =
+      "timestamp,device,gpu_use_percent,gfx_activity,vram_total_bytes,vram_used_bytes\n";
   for (int r = 0; r < rows; ++r) {
     for (int g = 0; g < gpus; ++g) {
       s += fmt::format("{},card{},100,97,206141652992,1073741824\n", from_s + 5 * r, g);
@@ -286,8 +291,8 @@ std::string UseHalf(int gpus, int64_t from_s, int rows) {
 
 TEST(RocmSplit, TwoHalvesOfOneHostAreJoinedByTimeAndDevice) {
   TempDir dir;
-  WriteFile(dir / "node3_power.csv", PowerHalf(8, kT0, 3));
-  WriteFile(dir / "node3_usage.csv", UseHalf(8, kT0, 3));
+  WriteFile(dir / "node3_power.csv", SplitPowerHalf(8, kAmdT0, 3));
+  WriteFile(dir / "node3_usage.csv", SplitUseHalf(8, kAmdT0, 3));
   const Drained d = Read({dir / "node3_power.csv", dir / "node3_usage.csv"});
   ASSERT_TRUE(d.status.ok()) << d.status.message();
   ASSERT_EQ(d.hosts, std::vector<std::string>{"node3"});
@@ -312,45 +317,52 @@ TEST(RocmSplit, HostStemsAndTheRuleForFilesGivenTogether) {
   EXPECT_EQ(SplitHostStem("power.csv"), "");
   TempDir dir;
   // Two hosts by name, in any order; a third file of another format is its own host.
-  WriteFile(dir / "a_power.csv", PowerHalf(2, kT0, 2));
-  WriteFile(dir / "b_power.csv", PowerHalf(2, kT0, 2, 300));
-  WriteFile(dir / "b_use.csv", UseHalf(2, kT0, 2));
-  WriteFile(dir / "a_use.csv", UseHalf(2, kT0, 2));
-  const Drained two = Read({dir / "a_power.csv", dir / "b_power.csv", dir / "b_use.csv",
-                            dir / "a_use.csv"});
+  WriteFile(dir / "a_power.csv", SplitPowerHalf(2, kAmdT0, 2));
+  WriteFile(dir / "b_power.csv", SplitPowerHalf(2, kAmdT0, 2, 300));
+  WriteFile(dir / "b_use.csv", SplitUseHalf(2, kAmdT0, 2));
+  WriteFile(dir / "a_use.csv", SplitUseHalf(2, kAmdT0, 2));
+  const Drained two =
+      Read({dir / "a_power.csv", dir / "b_power.csv", dir / "b_use.csv", dir / "a_use.csv"});
   ASSERT_TRUE(two.status.ok()) << two.status.message();
   EXPECT_EQ(two.hosts, (std::vector<std::string>{"a", "b"}));
   EXPECT_EQ(two.samples.size(), 8u);
   // The only two halves given, one without a stem: one host.
-  WriteFile(dir / "power.csv", PowerHalf(2, kT0, 2));
+  WriteFile(dir / "power.csv", SplitPowerHalf(2, kAmdT0, 2));
   const Drained given = Read({dir / "power.csv", dir / "a_use.csv"});
   ASSERT_TRUE(given.status.ok()) << given.status.message();
   EXPECT_EQ(given.samples.size(), 4u);
   EXPECT_EQ(given.hosts, std::vector<std::string>{"a"});
+  // Halves without stems in a host's folder: the folder names the host.
+  std::filesystem::create_directories(dir / "n7");
+  WriteFile(dir / "n7/power.csv", SplitPowerHalf(2, kAmdT0, 2));
+  WriteFile(dir / "n7/usage.csv", SplitUseHalf(2, kAmdT0, 2));
+  const Drained folder = Read({dir / "n7/power.csv", dir / "n7/usage.csv"});
+  ASSERT_TRUE(folder.status.ok()) << folder.status.message();
+  EXPECT_EQ(folder.hosts, std::vector<std::string>{"n7"});
 }
 
 TEST(RocmSplit, AmbiguousHalvesAreAnError) {
   TempDir dir;
-  WriteFile(dir / "node1_power.csv", PowerHalf(2, kT0, 2));
-  WriteFile(dir / "node2_usage.csv", UseHalf(2, kT0, 2));
+  WriteFile(dir / "node1_power.csv", SplitPowerHalf(2, kAmdT0, 2));
+  WriteFile(dir / "node2_usage.csv", SplitUseHalf(2, kAmdT0, 2));
   // Halves of different hosts by name.
   Drained d = Read({dir / "node1_power.csv", dir / "node2_usage.csv"});
   ASSERT_FALSE(d.status.ok());
   EXPECT_THAT(d.status.message(), HasSubstr("cannot tell which power file"));
   // Two power halves and one use half, none sharing a stem with it.
-  WriteFile(dir / "x_power.csv", PowerHalf(2, kT0, 2));
-  WriteFile(dir / "usage.csv", UseHalf(2, kT0, 2));
+  WriteFile(dir / "x_power.csv", SplitPowerHalf(2, kAmdT0, 2));
+  WriteFile(dir / "usage.csv", SplitUseHalf(2, kAmdT0, 2));
   d = Read({dir / "node1_power.csv", dir / "x_power.csv", dir / "usage.csv"});
   ASSERT_FALSE(d.status.ok());
   EXPECT_THAT(d.status.message(), HasSubstr("cannot tell which power file"));
   // Two power halves of one stem.
-  WriteFile(dir / "node1_pwr.csv", PowerHalf(2, kT0, 2));
+  WriteFile(dir / "node1_pwr.csv", SplitPowerHalf(2, kAmdT0, 2));
   d = Read({dir / "node1_power.csv", dir / "node1_pwr.csv"});
   ASSERT_FALSE(d.status.ok());
   EXPECT_THAT(d.status.message(), HasSubstr("are both the power half"));
   // Halves with no (time, device) in common.
-  WriteFile(dir / "c_power.csv", PowerHalf(2, kT0, 2));
-  WriteFile(dir / "c_use.csv", UseHalf(2, kT0 + 3600, 2));
+  WriteFile(dir / "c_power.csv", SplitPowerHalf(2, kAmdT0, 2));
+  WriteFile(dir / "c_use.csv", SplitUseHalf(2, kAmdT0 + 3600, 2));
   d = Read({dir / "c_power.csv", dir / "c_use.csv"});
   ASSERT_FALSE(d.status.ok());
   EXPECT_THAT(d.status.message(), HasSubstr("no (time, device) is in both"));
