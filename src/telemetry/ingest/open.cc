@@ -316,6 +316,7 @@ Result<OpenedInputs> OpenTelemetryFiles(const std::vector<std::string>& paths,
       }
       parts.push_back(
           ingest::JoinSplitHalves(std::move(halves[0]), std::move(halves[1]), power, use));
+      out.host_paths.push_back(power + " + " + use);
       continue;
     }
     const size_t i = group.files[0];
@@ -326,6 +327,7 @@ Result<OpenedInputs> OpenTelemetryFiles(const std::vector<std::string>& paths,
     if (!f.ok()) return f.status();
     parts.push_back(std::move(f->source));
     out.inputs.push_back(std::move(d));
+    out.host_paths.push_back(paths[i]);
   }
   out.source = MergeSources(std::move(parts));
   return out;

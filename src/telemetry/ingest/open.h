@@ -46,6 +46,8 @@ struct InputDescription {
 struct OpenedInputs {
   std::unique_ptr<TelemetrySource> source;
   std::vector<InputDescription> inputs;  // one per file, in host order
+  // One per host: its file, or "POWER + USE" for the two halves of a split rocm-smi layout.
+  std::vector<std::string> host_paths;
   // Some host is not its file name without extension (same-named files from different
   // folders): a summary should say which file each host is.
   bool renamed_hosts = false;

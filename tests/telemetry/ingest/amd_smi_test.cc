@@ -306,6 +306,10 @@ TEST(RocmSplit, TwoHalvesOfOneHostAreJoinedByTimeAndDevice) {
     EXPECT_DOUBLE_EQ(*s.mem_total_mib, 206141652992.0 / (1024 * 1024));
   }
   EXPECT_EQ(d.inputs[0].format, "rocm-smi-split");
+  auto opened = OpenTelemetryFiles({dir / "node3_power.csv", dir / "node3_usage.csv"});
+  ASSERT_TRUE(opened.ok());
+  EXPECT_EQ(opened->host_paths,
+            std::vector<std::string>{dir / "node3_power.csv" + " + " + dir / "node3_usage.csv"});
   EXPECT_THAT(d.description, HasSubstr("(power half)"));
   EXPECT_THAT(d.description, HasSubstr("joined with " + (dir / "node3_usage.csv") +
                                        " by (time, device) as host 'node3'"));
