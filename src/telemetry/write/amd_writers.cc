@@ -44,6 +44,36 @@ class AmdSmiCsvWriter final : public TextWriter {
   std::string text_;
 };
 
+// `amd-smi monitor -p -t -u -m -v --watch N` on a terminal (amdsmi_logger.py's tabular output):
+// each poll the heading, then a row per GPU, columns right-aligned to the widths amd-smi pads
+// them to, readings with their units ("171 W", "32 °C").
+class AmdSmiMonitorWriter final : public TextWriter {
+ public:
+  explicit AmdSmiMonitorWriter(std::FILE* out) : TextWriter(out) {}
+  void WriteTick(const std::vector<GpuSample>& samples) override {
+    if (samples.empty()) return;
+    const int64_t at_s = TickMs(samples) / 1000;
+    text_ = fmt::format("{:>10}  GPU{:>7}{:>10}{:>10}{:>10}{:>11}{:>10}{:>11}{:>11}{:>12}\n",
+                        "TIMESTAMP", "POWER", "GPU_TEMP", "MEM_TEMP", "GFX_UTIL", "GFX_CLOCK",
+                        "MEM_UTIL", "MEM_CLOCK", "VRAM_USED", "VRAM_TOTAL");
+    auto with = [](const std::optional<double>& v, const char* unit) {
+      return v ? fmt::format("{} {}", Whole(v), unit) : std::string("N/A");
+    };
+    for (const GpuSample& s : samples) {
+      fmt::format_to(std::back_inserter(text_),
+                     "{:>10}  {:>3}{:>7}{:>10}{:>10}{:>10}{:>11}{:>10}{:>11}{:>11}{:>12}\n", at_s,
+                     s.key.gpu, with(s.power_w, "W"), with(s.temperature_c, "\u00b0C"), "N/A",
+                     with(s.util_gpu_pct, "%"), with(s.sm_clock_mhz, "MHz"),
+                     with(s.util_mem_pct, "%"), with(s.mem_clock_mhz, "MHz"),
+                     with(s.mem_used_mib, "MB"), with(s.mem_total_mib, "MB"));
+    }
+    Write(text_);
+  }
+
+ private:
+  std::string text_;
+};
+
 // `amd-smi metric -u -p -t -m --json --watch N --file F`: one JSON array of the whole run
 // (amd-smi writes it at the end), each GPU's object per poll with `{"value", "unit"}` readings.
 class AmdSmiJsonWriter final : public TextWriter {
@@ -189,7 +219,7 @@ class RocmSmiJsonWriter final : public TextWriter {
 
 }  // namespace
 
-const WriterRow kAmdSmiWriters[2] = {
+const WriterRow kAmdSmiWriters[3] = {
     {.name = "amd-smi-csv",
      .order = 150,
      .extension = ".csv",
@@ -203,6 +233,12 @@ const WriterRow kAmdSmiWriters[2] = {
      .whole_seconds_because = "amd-smi's timestamps are whole seconds",
      .help = "amd-smi metric --json --watch, one array per run:",
      .make = Make<AmdSmiJsonWriter>},
+    {.name = "amd-smi-monitor",
+     .order = 165,
+     .extension = ".txt",
+     .whole_seconds_because = "amd-smi's timestamps are whole seconds",
+     .help = "amd-smi monitor --watch as printed on a terminal, the heading every poll:",
+     .make = Make<AmdSmiMonitorWriter>},
 };
 
 const WriterRow kRocmSmiWriters[2] = {

@@ -435,6 +435,10 @@ TEST(SimFormats, AmdSmiJsonSameVerdictsAsCsv) {
   CheckFormat(Writer("amd-smi-json"), {1000}, ReadBy::kFiles, kAmdScenarios);
 }
 
+TEST(SimFormats, AmdSmiMonitorSameVerdictsAsCsv) {
+  CheckFormat(Writer("amd-smi-monitor"), {1000}, ReadBy::kFiles, kAmdScenarios);
+}
+
 TEST(SimFormats, RocmSmiCsvSameVerdictsAsCsv) {
   CheckFormat(Writer("rocm-smi-csv"), {1000}, ReadBy::kFiles, kAmdScenarios);
 }
