@@ -70,7 +70,7 @@ Result<TriageRun> RunTriagePipeline(const TriageRunOptions& o) {
   run.report = MakeReport(*run.pass->engine, source->hosts(), source->warnings());
   for (const auto& c : corrected) run.report.notes.push_back(c);
   if (run.pass->inputs->renamed_hosts) {
-    for (const auto& in : run.pass->inputs->inputs) run.report.host_paths.push_back(in.path);
+    run.report.host_paths = run.pass->inputs->host_paths;
   }
   return run;
 }

@@ -13,6 +13,9 @@ extern const Format kSmiTableFormat;      // smi_table.cc
 extern const Format kCustomCsvFormat;     // custom_csv.cc
 extern const Format kPromJsonFormat;      // prom_json.cc
 extern const Format kGpustatFormat;       // gpustat.cc
+extern const Format kAmdSmiFormat;        // amd_smi.cc
+extern const Format kRocmSmiFormat;       // amd_smi.cc
+extern const Format kRocmSplitFormat;     // amd_smi.cc (pairing and join: amd_split.cc)
 extern const Format kWideFormat;          // custom_csv.cc
 extern const Format kLlviewFormat;        // ws_table.cc
 extern const Format kTableFormat;         // ws_table.cc
@@ -20,9 +23,9 @@ extern const Format kHlSmiFormat;         // hl_smi.cc
 
 namespace {
 constexpr const Format* kFormats[] = {
-    &kNvidiaSmiFormat, &kDcgmiDmonFormat, &kDcgmExporterFormat, &kWandbFormat,
-    &kSmiTableFormat,  &kCustomCsvFormat, &kPromJsonFormat,     &kGpustatFormat,
-    &kWideFormat,      &kLlviewFormat,    &kTableFormat,        &kHlSmiFormat,
+    &kNvidiaSmiFormat, &kDcgmiDmonFormat, &kDcgmExporterFormat, &kWandbFormat,  &kSmiTableFormat,
+    &kCustomCsvFormat, &kPromJsonFormat,  &kGpustatFormat,      &kAmdSmiFormat, &kRocmSmiFormat,
+    &kRocmSplitFormat, &kWideFormat,      &kLlviewFormat,       &kTableFormat,  &kHlSmiFormat,
 };
 }  // namespace
 

@@ -8,6 +8,7 @@
 
 #include "core/strings.h"
 #include "core/timefmt.h"
+#include "telemetry/ingest/amd_smi.h"
 #include "telemetry/ingest/gpustat.h"
 #include "telemetry/ingest/merged_source.h"
 #include "telemetry/ingest/output_paths.h"
@@ -168,6 +169,7 @@ Status ParseMapFlag(std::string_view flag, std::vector<std::pair<std::string, st
 
 std::string InputDescription::Text() const {
   std::string d = file ? file->Describe() : fixed;
+  if (!joined.empty()) d += "; " + joined;
   return fmt::format("{}: {}{}", path, compression.empty() ? "" : compression + ", ", d);
 }
 
@@ -257,6 +259,26 @@ Result<ingest::OpenedFile> OpenTelemetryFile(const std::string& path, const std:
   return opened;
 }
 
+namespace {
+
+// The split rocm-smi layout's halves among the files (kNone for every other file), looked at
+// only when the split format may be what they are.
+std::vector<ingest::SplitHalf> SplitHalves(const std::vector<std::string>& paths,
+                                           const IngestOptions& options) {
+  std::vector<ingest::SplitHalf> halves(paths.size(), ingest::SplitHalf::kNone);
+  if (options.format && std::string_view(options.format->name) != "rocm-smi-split") return halves;
+  for (size_t i = 0; i < paths.size(); ++i) {
+    // Regular files only: a pipe read here would lose its first line.
+    std::error_code ec;
+    if (paths[i] != "-" && std::filesystem::is_regular_file(paths[i], ec)) {
+      halves[i] = ingest::SplitHalfOfFile(paths[i]);
+    }
+  }
+  return halves;
+}
+
+}  // namespace
+
 Result<OpenedInputs> OpenTelemetryFiles(const std::vector<std::string>& paths,
                                         const IngestOptions& options) {
   if (paths.empty()) return Status::InvalidInput("no telemetry log given");
@@ -267,14 +289,46 @@ Result<OpenedInputs> OpenTelemetryFiles(const std::vector<std::string>& paths,
   each.multiple_files = paths.size() > 1;
   std::vector<std::unique_ptr<TelemetrySource>> parts;
   const std::vector<std::string> hosts = HostNamesForPaths(paths);
-  for (size_t i = 0; i < paths.size(); ++i) {
+  auto groups = ingest::GroupSplitHalves(paths, SplitHalves(paths, options));
+  if (!groups.ok()) return groups.status();
+  for (const ingest::HostFiles& group : *groups) {
+    const auto host_index = static_cast<uint16_t>(parts.size());
+    if (group.files.size() == 2) {
+      // One host's split rocm-smi data: named after the stem the two share, else their folder
+      // (node3/power.csv, node3/usage.csv).
+      const std::string& power = paths[group.files[0]];
+      const std::string& use = paths[group.files[1]];
+      std::string host = group.stem;
+      if (host.empty()) {
+        std::error_code ec;
+        host = std::filesystem::absolute(power, ec).lexically_normal().parent_path().filename();
+        if (ec || host.empty()) host = hosts[group.files[0]];
+      }
+      if (host != HostNameFromPath(power)) out.renamed_hosts = true;
+      std::unique_ptr<TelemetrySource> halves[2];
+      for (int h = 0; h < 2; ++h) {
+        InputDescription d;
+        auto f = OpenTelemetryFile(paths[group.files[h]], host, host_index, each, &d);
+        if (!f.ok()) return f.status();
+        d.joined = fmt::format("joined with {} by (time, device) as host '{}'",
+                               h == 0 ? use : power, host);
+        halves[h] = std::move(f->source);
+        out.inputs.push_back(std::move(d));
+      }
+      parts.push_back(
+          ingest::JoinSplitHalves(std::move(halves[0]), std::move(halves[1]), power, use));
+      out.host_paths.push_back(power + " + " + use);
+      continue;
+    }
+    const size_t i = group.files[0];
     const std::string& host = hosts[i];
     if (paths[i] != "-" && host != HostNameFromPath(paths[i])) out.renamed_hosts = true;
     InputDescription d;
-    auto f = OpenTelemetryFile(paths[i], host, static_cast<uint16_t>(i), each, &d);
+    auto f = OpenTelemetryFile(paths[i], host, host_index, each, &d);
     if (!f.ok()) return f.status();
     parts.push_back(std::move(f->source));
     out.inputs.push_back(std::move(d));
+    out.host_paths.push_back(paths[i]);
   }
   out.source = MergeSources(std::move(parts));
   return out;

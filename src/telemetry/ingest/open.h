@@ -37,6 +37,8 @@ struct InputDescription {
   std::string fixed;
   const ingest::FileSource* file = nullptr;  // borrowed from the opened source
   std::string compression;                   // "", "gzip", "zstd"
+  // A split rocm-smi half: "joined with node3_usage.csv by (time, device) as host 'node3'".
+  std::string joined;
   // "node0.csv.gz: gzip, dcgm-exporter text: POWER_USAGE GPU_UTIL ..."
   std::string Text() const;
 };
@@ -44,6 +46,8 @@ struct InputDescription {
 struct OpenedInputs {
   std::unique_ptr<TelemetrySource> source;
   std::vector<InputDescription> inputs;  // one per file, in host order
+  // One per host: its file, or "POWER + USE" for the two halves of a split rocm-smi layout.
+  std::vector<std::string> host_paths;
   // Some host is not its file name without extension (same-named files from different
   // folders): a summary should say which file each host is.
   bool renamed_hosts = false;
@@ -63,7 +67,8 @@ Result<ingest::OpenedFile> OpenTelemetryFile(const std::string& path, const std:
 std::vector<std::string> HostNamesForPaths(const std::vector<std::string>& paths);
 
 // Opens the files as the hosts of one job (host names: HostNamesForPaths). The same file twice
-// is an error (each file is one host); "-" reads standard input.
+// is an error (each file is one host, except the two halves of a split rocm-smi layout, joined
+// into one host by ingest::GroupSplitHalves' rule, amd_smi.h); "-" reads standard input.
 Result<OpenedInputs> OpenTelemetryFiles(const std::vector<std::string>& paths,
                                         const IngestOptions& options = {});
 

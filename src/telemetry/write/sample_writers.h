@@ -79,6 +79,9 @@ extern const WriterRow kCustomCsvWriters[2];     // custom_csv_writers.cc: a row
 extern const WriterRow kGpustatWriters[1];       // gpustat_writer.cc
 extern const WriterRow kWideWriters[1];          // wide_power_writer.cc
 extern const WriterRow kLlviewWriters[1];        // llview_writer.cc
+extern const WriterRow kAmdSmiWriters[3];        // amd_writers.cc: monitor --csv, metric --json,
+                                                 // the monitor table
+extern const WriterRow kRocmSmiWriters[2];       // amd_writers.cc: --csv, --json, in a loop
 extern const WriterRow kHlSmiWriters[1];         // hl_smi_writer.cc
 
 }  // namespace ww::write

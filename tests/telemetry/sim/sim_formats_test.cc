@@ -310,7 +310,8 @@ double ExpectSameVerdict(const Verdict& want, const Verdict& got, int64_t interv
 enum class ReadBy { kFiles, kOpenMetrics };
 
 void CheckFormat(OutputFormat format, const std::vector<int64_t>& intervals_ms,
-                 ReadBy read_by = ReadBy::kFiles) {
+                 ReadBy read_by = ReadBy::kFiles,
+                 const std::vector<std::string>& scenarios = sim::ScenarioNames()) {
   const auto t0 = std::chrono::steady_clock::now();
   // Formats without times in the file: read back with --interval-ms.
   const bool synthetic_times =
@@ -319,7 +320,7 @@ void CheckFormat(OutputFormat format, const std::vector<int64_t>& intervals_ms,
   for (int64_t interval_ms : intervals_ms) {
     double worst = 0;
     int hangs = 0;
-    for (const std::string& scenario : sim::ScenarioNames()) {
+    for (const std::string& scenario : scenarios) {
       SCOPED_TRACE(fmt::format("{} {} at {} ms", format->name, scenario, interval_ms));
       const Verdict& want = format == Writer("wide-power")
                                 ? PowerOnlyReference(scenario, interval_ms)
@@ -357,6 +358,8 @@ void CheckFormat(OutputFormat format, const std::vector<int64_t>& intervals_ms,
         if (format == Writer("dcgm-exporter-curl")) want_format = "dcgm-exporter";
         if (format == Writer("nvidia-smi-loop")) want_format = "nvidia-smi";
         if (format == Writer("wide-power")) want_format = "wide";
+        if (std::string_view(format->name).starts_with("amd-smi")) want_format = "amd-smi";
+        if (std::string_view(format->name).starts_with("rocm-smi")) want_format = "rocm-smi";
         for (const std::string& f : got->formats) EXPECT_EQ(f, want_format) << got->inputs;
       }
       worst = std::max(worst, ExpectSameVerdict(want, *got, interval_ms, synthetic_times));
@@ -365,7 +368,7 @@ void CheckFormat(OutputFormat format, const std::vector<int64_t>& intervals_ms,
     std::cout << fmt::format(
         "[ format ] {} at {} ms: {} scenarios, {} hangs, largest share difference {:.4f}, read "
         "by {}\n",
-        format->name, interval_ms, sim::ScenarioNames().size(), hangs, worst, read_with);
+        format->name, interval_ms, scenarios.size(), hangs, worst, read_with);
   }
   std::cout << fmt::format(
       "[ format ] {}: {:.1f} s\n", format->name,
@@ -420,6 +423,31 @@ TEST(SimFormats, HlSmiSameVerdictsAsCsv) { CheckFormat(Writer("hl-smi"), {1000})
 TEST(SimFormats, WidePowerSameVerdictsAsCsv) { CheckFormat(Writer("wide-power"), {1000, 30000}); }
 
 TEST(SimFormats, LlviewSameVerdictsAsCsv) { CheckFormat(Writer("llview"), {1000, 60000}); }
+
+// The AMD formats (ingest/amd_smi.h) on a few scenarios, not the whole matrix: a spinning
+// hang, a straggler, a rank-0 checkpoint, a host crash.
+const std::vector<std::string> kAmdScenarios = {"hang-spin", "straggler", "checkpoint-rank0",
+                                                "host-crash"};
+
+TEST(SimFormats, AmdSmiCsvSameVerdictsAsCsv) {
+  CheckFormat(Writer("amd-smi-csv"), {1000}, ReadBy::kFiles, kAmdScenarios);
+}
+
+TEST(SimFormats, AmdSmiJsonSameVerdictsAsCsv) {
+  CheckFormat(Writer("amd-smi-json"), {1000}, ReadBy::kFiles, kAmdScenarios);
+}
+
+TEST(SimFormats, AmdSmiMonitorSameVerdictsAsCsv) {
+  CheckFormat(Writer("amd-smi-monitor"), {1000}, ReadBy::kFiles, kAmdScenarios);
+}
+
+TEST(SimFormats, RocmSmiCsvSameVerdictsAsCsv) {
+  CheckFormat(Writer("rocm-smi-csv"), {1000}, ReadBy::kFiles, kAmdScenarios);
+}
+
+TEST(SimFormats, RocmSmiJsonSameVerdictsAsCsv) {
+  CheckFormat(Writer("rocm-smi-json"), {1000}, ReadBy::kFiles, kAmdScenarios);
+}
 
 TEST(SimFormats, WidePowerNamesWhatItLacksInEvidence) {
   testing::TempDir dir;
