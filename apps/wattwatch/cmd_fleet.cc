@@ -118,6 +118,12 @@ void AddFleetCommand(CLI::App& app, int* exit_code) {
          "(Slurm job mapping), namespace,pod (Kubernetes), container, hostname, or any label a "
          "relabel rule puts on the DCGM series (job_id)")
       ->capture_default_str();
+  cmd->add_option("--prometheus-vendor", o->vendor,
+                  "whose exporter stored the series: nvidia (dcgm-exporter, the default), amd "
+                  "(device-metrics-exporter: gpu_power_usage, gpu_gfx_activity, ...), gaudi "
+                  "(habanalabs_power_mW, habanalabs_utilization, ...)")
+      ->check(CLI::IsMember({"nvidia", "amd", "gaudi"}))
+      ->capture_default_str();
   cmd->add_option("--selector", o->selector,
                   "extra label matchers for every query, e.g. '{cluster=\"a\"}'");
   cmd->add_option("--interval-s", o->interval_s, "seconds between cycles")

@@ -6,6 +6,7 @@
 #include "commands.h"
 #include "core/exit_codes.h"
 #include "output_flags.h"
+#include "telemetry/gpu_models.h"
 #include "telemetry/sim/simulator.h"
 
 namespace ww::app {
@@ -101,8 +102,13 @@ Exit codes: 0 written; 2 bad scenario, model or path.)");
                       sim::DefaultOutputFormat().name + ")");
   cmd->add_flag("--minimal-columns", flags->write.minimal_columns,
                 "log only timestamp, power.draw, utilization.gpu, memory.used (no index)");
+  std::string models;
+  for (const GpuModel& m : KnownGpuModels()) {
+    models += fmt::format("{}{}", models.empty() ? "" : ", ", m.match);
+  }
   cmd->add_option("--model", flags->options.model,
-                  "GPU model: h100, a100, b300, b200, h200, l40s, or NAME:TDP_W:IDLE_W");
+                  "board (the table of src/telemetry/gpu_models.cc): " + models +
+                      "; or NAME:TDP_W:IDLE_W for another (default h100; b300 for field-report)");
   cmd->add_option("--hosts", flags->options.hosts, "hosts (default: the scenario's)")
       ->check(CLI::Range(1, 64));
   cmd->add_option("--gpus-per-host", flags->options.gpus_per_host, "GPUs per host (default 8)")

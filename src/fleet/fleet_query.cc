@@ -37,10 +37,10 @@ Result<std::string> SelectorMatchers(const std::string& selector) {
   return std::string(TrimSpace(s.substr(1, s.size() - 2)));
 }
 
-PromFleetQuery::PromFleetQuery(ingest::PromHttp* http, Clock* clock, const std::string& matchers)
-    : http_(http), clock_(clock), matchers_(matchers) {
-  selector_ = "{__name__=~\"" + ingest::DcgmMetricRegex() + "\"" +
-              (matchers.empty() ? "" : "," + matchers) + "}";
+PromFleetQuery::PromFleetQuery(ingest::PromHttp* http, Clock* clock, const std::string& matchers,
+                               const std::string& vendor)
+    : http_(http), clock_(clock), matchers_(matchers), metrics_(ingest::VendorMetricRegex(vendor)) {
+  selector_ = "{__name__=~\"" + metrics_ + "\"" + (matchers.empty() ? "" : "," + matchers) + "}";
 }
 
 namespace {
@@ -100,7 +100,7 @@ Result<std::vector<std::string>> PromFleetQuery::HostPages(const std::string& ra
                                                            FleetBatch* batch) {
   std::string q = "group by (Hostname,hostname,instance) (";
   const std::string extra = matchers_.empty() ? "" : "{" + matchers_ + "}";
-  const std::string metrics = ingest::DcgmMetricRegex();
+  const std::string& metrics = metrics_;
   for (std::string_view rest = metrics; !rest.empty();) {
     const size_t bar = rest.find('|');
     q += fmt::format("{}count_over_time({}{}{})", q.back() == '(' ? "" : " or ",
@@ -246,7 +246,7 @@ Result<FleetBatch> PromFleetQuery::Samples(int64_t start_ms, int64_t end_ms) {
   const std::string range = fmt::format("[{}ms]", std::max<int64_t>(1, end_ms - start_ms));
   auto pages = HostPages(range, end_ms, &batch);
   if (!pages.ok()) return pages.status();
-  const std::string name_matcher = "__name__=~\"" + ingest::DcgmMetricRegex() + "\"";
+  const std::string name_matcher = "__name__=~\"" + metrics_ + "\"";
   for (size_t i = 0; i < pages->size(); ++i) {
     const std::string q = "{" + name_matcher + (matchers_.empty() ? "" : "," + matchers_) + "," +
                           (*pages)[i] + "}" + range;

@@ -80,8 +80,10 @@ class FleetQuery {
 
 class PromFleetQuery final : public FleetQuery {
  public:
-  // matchers: extra label matchers ("{cluster=\"a\"}"), or empty.
-  PromFleetQuery(ingest::PromHttp* http, Clock* clock, const std::string& matchers);
+  // matchers: extra label matchers ("{cluster=\"a\"}"), or empty. vendor: whose exporter's
+  // series to read (ingest::VendorMetricRegex).
+  PromFleetQuery(ingest::PromHttp* http, Clock* clock, const std::string& matchers,
+                 const std::string& vendor = "nvidia");
 
   Result<FleetBatch> Samples(int64_t start_ms, int64_t end_ms) override;
   const std::string& url() const override { return http_->url(); }
@@ -110,6 +112,7 @@ class PromFleetQuery final : public FleetQuery {
   ingest::PromHttp* http_;
   Clock* clock_;
   std::string matchers_;  // the extra matchers, "" or "cluster=\"a\""
+  std::string metrics_;   // the vendor's series names, a regex alternation
   std::string selector_;
   std::vector<std::string> kept_labels_ = ingest::DcgmScrapeDecoder::DefaultKeptLabels();
   size_t max_hosts_per_page_ = kMaxHostsPerPage;

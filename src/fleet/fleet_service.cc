@@ -371,7 +371,7 @@ int RunFleetCommand(const FleetOptions& options, std::atomic<int>* stop, std::os
     err << "wattwatch fleet: " << http.status().message() << "\n";
     return kExitBadInput;
   }
-  PromFleetQuery query(http->get(), SystemClock(), *matchers);
+  PromFleetQuery query(http->get(), SystemClock(), *matchers, o.vendor);
   std::unique_ptr<ManualClock> replay;
   if (o.replay_start_ms) replay = std::make_unique<ManualClock>(*o.replay_start_ms);
   FleetService service(o, &query, SystemClock(), replay.get());

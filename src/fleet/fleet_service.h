@@ -50,6 +50,9 @@ struct FleetOptions {
   std::string prometheus_url;
   ingest::PromHttpOptions http{{}, 20000};
   std::string selector;  // extra matchers for every query, "{cluster=\"a\"}"
+  // Whose exporter stored the series (ingest::kPromVendors): nvidia (dcgm-exporter), amd
+  // (device-metrics-exporter), gaudi (habanalabs_*).
+  std::string vendor = "nvidia";
   std::string job_label = "hpc_job";
   double interval_s = 30;
   double lookback_s = 900;  // the first cycle's range, and the most an outage is caught up

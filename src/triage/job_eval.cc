@@ -293,9 +293,11 @@ HangMembers ChooseHangMembers(std::span<const GpuView> views, JobMode mode, int6
     if (!StoppedReporting(*v, wait_start_ms, now_ms, options)) continue;
     m.silent.push_back(v->key);
     m.gpus.push_back(v->key);
-    // One heard after the wait began, or waiting itself when last classified, was a victim like
-    // the others.
-    if (v->cls != LocalClass::kSpin && std::max(v->cur_ms, v->heard_ms) < wait_start_ms) {
+    // One heard after the wait began was a victim like the others (its logger stopped during
+    // the wait). One gone silent before it began is the rank the others wait for, even when its
+    // last reading was a collective of the training steps before (its whole-second readings can
+    // fall in one).
+    if (std::max(v->cur_ms, v->heard_ms) < wait_start_ms) {
       m.culprits.push_back(v->key);
       silent_culprit = true;
     }

@@ -244,6 +244,33 @@ TEST(FleetQuery, AskOnceForEveryGpuAndDecodeTheRawSamples) {
   EXPECT_TRUE(labelled);
 }
 
+// --prometheus-vendor amd: AMD device-metrics-exporter's series, asked for by their names
+// (no DCGM name in any request) and decoded as the same samples.
+TEST(FleetQuery, AnotherVendorsSeriesAreAskedForAndRead) {
+  CannedHttp http;
+  http.reply = ingest::HttpReply{200, R"({"status":"success","data":{"resultType":"matrix",
+    "result":[
+     {"metric":{"__name__":"gpu_power_usage","gpu_id":"0","hostname":"mi1","hpc_job":"9"},
+      "values":[[1763465360,"120"],[1763465361,"125"]]},
+     {"metric":{"__name__":"gpu_gfx_activity","gpu_id":"0","hostname":"mi1","hpc_job":"9"},
+      "values":[[1763465360,"100"],[1763465361,"100"]]}]}})"};
+  http.hosts = std::vector<std::string>{"mi1"};
+  ManualClock clock;
+  PromFleetQuery q(&http, &clock, "", "amd");
+  auto b = q.Samples(1763465358000, 1763465362000);
+  ASSERT_TRUE(b.ok()) << b.status().message();
+  EXPECT_NE(http.listing_query.find("count_over_time(gpu_power_usage[4000ms])"), std::string::npos)
+      << http.listing_query;
+  EXPECT_EQ(http.listing_query.find("DCGM_FI_"), std::string::npos) << http.listing_query;
+  EXPECT_NE(http.last["query"].find("{__name__=~\"" + ingest::VendorMetricRegex("amd") + "\""),
+            std::string::npos)
+      << http.last["query"];
+  EXPECT_EQ(http.last["query"].find("DCGM_FI_"), std::string::npos) << http.last["query"];
+  ASSERT_EQ(b->samples.size(), 2u);
+  EXPECT_DOUBLE_EQ(*b->samples[0].power_w + *b->samples[1].power_w, 245);
+  EXPECT_DOUBLE_EQ(*b->samples[1].util_gpu_pct, 100);
+}
+
 // A job label of the site's own (a relabel rule's `job_id`) is kept per GPU once the service
 // names it; without that only the exporter's mappings are, so the GPU would be unattributed.
 TEST(FleetQuery, KeepsTheJobLabelsItIsTold) {

@@ -57,24 +57,24 @@ HlCol MapHlSmiColumn(std::string_view field) {
 }
 
 // Where a value goes and what it may be.
-struct Target {
+struct HlTarget {
   std::optional<double> GpuSample::*member;
   PlausibleRange range;
 };
-std::optional<Target> TargetOf(HlCol c) {
+std::optional<HlTarget> HlTargetOf(HlCol c) {
   switch (c) {
     case HlCol::kUtil:
-      return Target{&GpuSample::util_gpu_pct, kPercentRange};
+      return HlTarget{&GpuSample::util_gpu_pct, kPercentRange};
     case HlCol::kPower:
-      return Target{&GpuSample::power_w, kPowerRangeW};
+      return HlTarget{&GpuSample::power_w, kPowerRangeW};
     case HlCol::kPowerLimit:
-      return Target{&GpuSample::power_limit_w, kPowerRangeW};
+      return HlTarget{&GpuSample::power_limit_w, kPowerRangeW};
     case HlCol::kMemUsed:
-      return Target{&GpuSample::mem_used_mib, kMemoryRangeMib};
+      return HlTarget{&GpuSample::mem_used_mib, kMemoryRangeMib};
     case HlCol::kMemTotal:
-      return Target{&GpuSample::mem_total_mib, kMemoryRangeMib};
+      return HlTarget{&GpuSample::mem_total_mib, kMemoryRangeMib};
     case HlCol::kTemp:
-      return Target{&GpuSample::temperature_c, kTemperatureRangeC};
+      return HlTarget{&GpuSample::temperature_c, kTemperatureRangeC};
     default:
       return std::nullopt;
   }
@@ -249,7 +249,7 @@ class HlSmiSource final : public FileSource {
       }
       bool bad = false;
       for (size_t i = 0; i < columns_.size() && !bad; ++i) {
-        const auto target = TargetOf(columns_[i]);
+        const auto target = HlTargetOf(columns_[i]);
         if (!target) continue;
         double v = 0;
         switch (ParseNumber(fields[i], &v)) {

@@ -21,6 +21,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <tuple>
 
 #include "report/triage_report.h"
 #include "support/support.h"
@@ -179,8 +180,10 @@ struct Written {
 };
 
 Result<Written> Simulate(const std::string& scenario, int64_t interval_ms, OutputFormat format,
-                         const std::string& dir, bool interleave = false) {
+                         const std::string& dir, bool interleave = false,
+                         const std::string& model = "") {
   sim::ScenarioOptions o;
+  o.model = model;
   o.interval_ms = interval_ms;
   o.seed = kSeed;
   auto config = sim::MakeScenario(scenario, o);
@@ -194,13 +197,14 @@ Result<Written> Simulate(const std::string& scenario, int64_t interval_ms, Outpu
   return Written{*paths, interval_ms};
 }
 
-// The nvidia-smi CSV verdict of (scenario, interval), computed once for all formats.
-const Verdict& Reference(const std::string& scenario, int64_t interval_ms) {
-  static std::map<std::pair<std::string, int64_t>, Verdict> cache;
-  auto it = cache.find({scenario, interval_ms});
+// The nvidia-smi CSV verdict of (scenario, interval, board), computed once for all formats.
+const Verdict& Reference(const std::string& scenario, int64_t interval_ms,
+                         const std::string& model = "") {
+  static std::map<std::tuple<std::string, int64_t, std::string>, Verdict> cache;
+  auto it = cache.find({scenario, interval_ms, model});
   if (it != cache.end()) return it->second;
   testing::TempDir dir;
-  auto w = Simulate(scenario, interval_ms, Writer("nvidia-smi"), dir.path());
+  auto w = Simulate(scenario, interval_ms, Writer("nvidia-smi"), dir.path(), false, model);
   EXPECT_TRUE(w.ok()) << w.status().message();
   Verdict v;
   if (w.ok()) {
@@ -208,7 +212,7 @@ const Verdict& Reference(const std::string& scenario, int64_t interval_ms) {
     EXPECT_TRUE(t.ok()) << t.status().message();
     if (t.ok()) v = std::move(*t);
   }
-  return cache.emplace(std::make_pair(scenario, interval_ms), std::move(v)).first->second;
+  return cache.emplace(std::make_tuple(scenario, interval_ms, model), std::move(v)).first->second;
 }
 
 // The reference of a layout that carries power alone (a W&B power panel pivoted wide): the same
@@ -311,7 +315,8 @@ enum class ReadBy { kFiles, kOpenMetrics };
 
 void CheckFormat(OutputFormat format, const std::vector<int64_t>& intervals_ms,
                  ReadBy read_by = ReadBy::kFiles,
-                 const std::vector<std::string>& scenarios = sim::ScenarioNames()) {
+                 const std::vector<std::string>& scenarios = sim::ScenarioNames(),
+                 const std::string& model = "") {
   const auto t0 = std::chrono::steady_clock::now();
   // Formats without times in the file: read back with --interval-ms.
   const bool synthetic_times =
@@ -324,11 +329,11 @@ void CheckFormat(OutputFormat format, const std::vector<int64_t>& intervals_ms,
       SCOPED_TRACE(fmt::format("{} {} at {} ms", format->name, scenario, interval_ms));
       const Verdict& want = format == Writer("wide-power")
                                 ? PowerOnlyReference(scenario, interval_ms)
-                                : Reference(scenario, interval_ms);
+                                : Reference(scenario, interval_ms, model);
       testing::TempDir dir;
       // Every other scenario's table sits between a training script's lines, as in a .out.
       const bool interleave = format == Writer("smi-table") && scenario.size() % 2 == 0;
-      auto w = Simulate(scenario, interval_ms, format, dir.path(), interleave);
+      auto w = Simulate(scenario, interval_ms, format, dir.path(), interleave, model);
       ASSERT_TRUE(w.ok()) << w.status().message();
       Result<Verdict> got = Status::Internal("unread");
       const ReadBy how = read_by;
@@ -366,9 +371,10 @@ void CheckFormat(OutputFormat format, const std::vector<int64_t>& intervals_ms,
       hangs += static_cast<int>(want.hangs.size());
     }
     std::cout << fmt::format(
-        "[ format ] {} at {} ms: {} scenarios, {} hangs, largest share difference {:.4f}, read "
+        "[ format ] {} at {} ms{}: {} scenarios, {} hangs, largest share difference {:.4f}, read "
         "by {}\n",
-        format->name, interval_ms, scenarios.size(), hangs, worst, read_with);
+        format->name, interval_ms, model.empty() ? "" : " on " + model, scenarios.size(), hangs,
+        worst, read_with);
   }
   std::cout << fmt::format(
       "[ format ] {}: {:.1f} s\n", format->name,
@@ -418,35 +424,39 @@ TEST(SimFormats, NvidiaSmiLoopSameVerdictsAsCsv) { CheckFormat(Writer("nvidia-sm
 
 TEST(SimFormats, GpustatSameVerdictsAsCsv) { CheckFormat(Writer("gpustat"), {1000}); }
 
-TEST(SimFormats, HlSmiSameVerdictsAsCsv) { CheckFormat(Writer("hl-smi"), {1000}); }
+// hl-smi logs of a Gaudi 3, against the nvidia-smi CSV of the same Gaudi 3 run.
+TEST(SimFormats, HlSmiSameVerdictsAsCsv) {
+  CheckFormat(Writer("hl-smi"), {1000}, ReadBy::kFiles, sim::ScenarioNames(), "gaudi3");
+}
 
 TEST(SimFormats, WidePowerSameVerdictsAsCsv) { CheckFormat(Writer("wide-power"), {1000, 30000}); }
 
 TEST(SimFormats, LlviewSameVerdictsAsCsv) { CheckFormat(Writer("llview"), {1000, 60000}); }
 
-// The AMD formats (ingest/amd_smi.h) on a few scenarios, not the whole matrix: a spinning
-// hang, a straggler, a rank-0 checkpoint, a host crash.
+// The AMD formats (ingest/amd_smi.h) on an MI300X, a few scenarios each, not the whole matrix
+// (scripts/check_vendor_formats.py runs that): a spinning hang, a straggler, a rank-0
+// checkpoint, a host crash.
 const std::vector<std::string> kAmdScenarios = {"hang-spin", "straggler", "checkpoint-rank0",
                                                 "host-crash"};
 
 TEST(SimFormats, AmdSmiCsvSameVerdictsAsCsv) {
-  CheckFormat(Writer("amd-smi-csv"), {1000}, ReadBy::kFiles, kAmdScenarios);
+  CheckFormat(Writer("amd-smi-csv"), {1000}, ReadBy::kFiles, kAmdScenarios, "mi300x");
 }
 
 TEST(SimFormats, AmdSmiJsonSameVerdictsAsCsv) {
-  CheckFormat(Writer("amd-smi-json"), {1000}, ReadBy::kFiles, kAmdScenarios);
+  CheckFormat(Writer("amd-smi-json"), {1000}, ReadBy::kFiles, kAmdScenarios, "mi300x");
 }
 
 TEST(SimFormats, AmdSmiMonitorSameVerdictsAsCsv) {
-  CheckFormat(Writer("amd-smi-monitor"), {1000}, ReadBy::kFiles, kAmdScenarios);
+  CheckFormat(Writer("amd-smi-monitor"), {1000}, ReadBy::kFiles, kAmdScenarios, "mi300x");
 }
 
 TEST(SimFormats, RocmSmiCsvSameVerdictsAsCsv) {
-  CheckFormat(Writer("rocm-smi-csv"), {1000}, ReadBy::kFiles, kAmdScenarios);
+  CheckFormat(Writer("rocm-smi-csv"), {1000}, ReadBy::kFiles, kAmdScenarios, "mi300x");
 }
 
 TEST(SimFormats, RocmSmiJsonSameVerdictsAsCsv) {
-  CheckFormat(Writer("rocm-smi-json"), {1000}, ReadBy::kFiles, kAmdScenarios);
+  CheckFormat(Writer("rocm-smi-json"), {1000}, ReadBy::kFiles, kAmdScenarios, "mi300x");
 }
 
 TEST(SimFormats, WidePowerNamesWhatItLacksInEvidence) {
