@@ -26,6 +26,9 @@ import tempfile
 PAIRS = [("mi300x", f) for f in
          ("amd-smi-csv", "amd-smi-json", "amd-smi-monitor", "rocm-smi-csv", "rocm-smi-json")]
 PAIRS += [("gaudi3", "hl-smi")]
+# Scenarios whose hang is a wait past --max-checkpoint-s (their ScenarioConfig::max_checkpoint_s):
+# triaged with it, as tests/triage/scenario_eval.cc does.
+MAX_CHECKPOINT_S = {"off-gpu-stall": 300, "partial-hang": 300}
 
 
 def ms(ts):
@@ -52,7 +55,10 @@ def run(ww, scenario, model, fmt, interval, seed, tmp):
   logs = sorted(os.path.join(d, f) for f in os.listdir(d) if not f.startswith("truth"))
   labels = os.path.join(d, "labels.out")
   res = os.path.join(d, "triage.out")
-  t = subprocess.run([ww, "triage", *logs, "--labels", labels, "--json-out", res],
+  extra = []
+  if scenario in MAX_CHECKPOINT_S:
+    extra = ["--max-checkpoint-s", str(MAX_CHECKPOINT_S[scenario])]
+  t = subprocess.run([ww, "triage", *logs, "--labels", labels, "--json-out", res, *extra],
                      capture_output=True, text=True)
   if t.returncode not in (0, 3) or not os.path.exists(res):
     return None, f"triage exit {t.returncode}: {t.stderr.strip()[-300:]}"

@@ -27,7 +27,16 @@ void LabelsCsvWriter::OnLabel(const triage::LabeledSample& l) {
   if (buf_.size() > (1 << 20)) Flush();
 }
 
+void LabelsCsvWriter::Release() {
+  Flush();
+  out_ = nullptr;
+}
+
 void LabelsCsvWriter::Flush() {
+  if (out_ == nullptr) {
+    buf_.clear();
+    return;
+  }
   if (!buf_.empty()) {
     std::fwrite(buf_.data(), 1, buf_.size(), out_);
     buf_.clear();

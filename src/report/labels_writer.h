@@ -17,6 +17,9 @@ class LabelsCsvWriter final : public triage::TriageObserver {
   ~LabelsCsvWriter() override;
   void OnLabel(const triage::LabeledSample& label) override;
   void Flush();
+  // Flushes and lets go of the file, which the caller then closes: later labels and the
+  // destructor write nothing (a closed FILE* must not be flushed again).
+  void Release();
 
  private:
   std::FILE* out_;

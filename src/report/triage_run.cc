@@ -32,7 +32,9 @@ Status RunPass(const TriageRunOptions& o, const std::map<std::string, double>& o
   p->engine = std::make_unique<triage::TriageEngine>(o.triage, &p->fanout);
   Status st = o.timeline ? triage::RunToEnd(*p->recording, *p->engine)
                          : triage::RunToEnd(*p->source, *p->engine);
-  if (p->labels) p->labels->Flush();
+  // Released before the close: the pass outlives it (a second pass replaces it, which destroys
+  // the writer).
+  if (p->labels) p->labels->Release();
   if (p->labels_file && p->labels_file != stdout) std::fclose(p->labels_file);
   p->labels_file = nullptr;
   return st;

@@ -21,6 +21,7 @@
 
 namespace ww::amdsmi {
 
+using nvml::BootWithin;
 using nvml::DeadlinePool;
 
 const char* AmdFieldName(AmdField field) {
@@ -582,20 +583,13 @@ AmdSmiSource::AmdSmiSource(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) 
 
 Result<std::unique_ptr<AmdSmiSource>> AmdSmiSource::Open(const AmdSmiSourceOptions& options) {
   auto boot = std::make_shared<Boot>();
-  std::thread boot_thread([boot, options] { RunBoot(boot, options); });
-  {
-    std::unique_lock<std::mutex> lock(boot->mu);
-    const int64_t wait_ms = std::max<int64_t>(1, options.init_deadline_ms);
-    if (!boot->cv.wait_for(lock, std::chrono::milliseconds(wait_ms), [&] { return boot->done; })) {
-      lock.unlock();
-      boot_thread.detach();  // it owns `boot`; a hung driver call must not hang us
-      return Status::Unavailable(fmt::format(
-          "cannot use AMD SMI / ROCm SMI: loading it, its init or the GPU enumeration did not "
-          "return within {} ms (a hung driver; check `amd-smi list` and dmesg)",
-          wait_ms));
-    }
+  if (!BootWithin(boot, options.init_deadline_ms,
+                  [options](const std::shared_ptr<Boot>& b) { RunBoot(b, options); })) {
+    return Status::Unavailable(fmt::format(
+        "cannot use AMD SMI / ROCm SMI: loading it, its init or the GPU enumeration did not "
+        "return within {} ms (a hung driver; check `amd-smi list` and dmesg)",
+        std::max<int64_t>(1, options.init_deadline_ms)));
   }
-  boot_thread.join();
   if (!boot->opened.ok()) return boot->opened.status();
 
   auto impl = std::make_unique<Impl>();

@@ -24,9 +24,12 @@
 // the caller runs on a manual clock.
 #pragma once
 
+#include <algorithm>
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -66,5 +69,24 @@ class DeadlinePool {
   std::shared_ptr<Shared> shared_;
   std::vector<std::thread> threads_;
 };
+
+// A library's boot (dlopen, init, enumeration) on a thread of its own, waited for at most
+// wait_ms: true when it finished (the thread joined), false when it did not (the thread is
+// detached and keeps `state` alive; a hung driver call must not hang the caller, who reports
+// it). State has `mu`, `cv` and `done`, which `boot(state)` sets under `mu` and notifies.
+template <typename State, typename Boot>
+bool BootWithin(const std::shared_ptr<State>& state, int64_t wait_ms, Boot boot) {
+  std::thread thread([state, boot = std::move(boot)] { boot(state); });
+  std::unique_lock<std::mutex> lock(state->mu);
+  if (!state->cv.wait_for(lock, std::chrono::milliseconds(std::max<int64_t>(1, wait_ms)),
+                          [&] { return state->done; })) {
+    lock.unlock();
+    thread.detach();
+    return false;
+  }
+  lock.unlock();
+  thread.join();
+  return true;
+}
 
 }  // namespace ww::nvml

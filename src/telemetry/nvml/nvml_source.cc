@@ -215,20 +215,14 @@ void RunBoot(const std::shared_ptr<Boot>& boot, const std::string& library_path)
 
 Result<std::unique_ptr<NvmlSource>> NvmlSource::Open(const NvmlSourceOptions& options) {
   auto boot = std::make_shared<Boot>();
-  std::thread boot_thread([boot, path = options.library_path] { RunBoot(boot, path); });
-  {
-    std::unique_lock<std::mutex> lock(boot->mu);
-    const int64_t wait_ms = std::max<int64_t>(1, options.init_deadline_ms);
-    if (!boot->cv.wait_for(lock, std::chrono::milliseconds(wait_ms), [&] { return boot->done; })) {
-      lock.unlock();
-      boot_thread.detach();  // it owns `boot`; a hung driver call must not hang us
-      return Status::Unavailable(fmt::format(
-          "cannot use NVML: loading it, nvmlInit or the GPU enumeration did not return within {} "
-          "ms (a hung driver; check `nvidia-smi` and dmesg for Xid errors)",
-          wait_ms));
-    }
+  if (!BootWithin(
+          boot, options.init_deadline_ms,
+          [path = options.library_path](const std::shared_ptr<Boot>& b) { RunBoot(b, path); })) {
+    return Status::Unavailable(fmt::format(
+        "cannot use NVML: loading it, nvmlInit or the GPU enumeration did not return within {} "
+        "ms (a hung driver; check `nvidia-smi` and dmesg for Xid errors)",
+        std::max<int64_t>(1, options.init_deadline_ms)));
   }
-  boot_thread.join();
   if (!boot->status.ok()) return boot->status;
 
   auto impl = std::make_unique<Impl>();
