@@ -1,5 +1,6 @@
 # wattwatch — `make run` builds and triages the bundled demo; `make test` builds with ASan+UBSan
-# and runs every test. Both install what they need first (scripts/install-deps.sh, apt only).
+# (and `make dist`, whose tarball a test unpacks) and runs every test. Both install what they
+# need first (scripts/install-deps.sh, apt only).
 SHELL := /bin/bash
 JOBS ?= $(shell nproc)
 RELEASE := build/release

@@ -352,9 +352,10 @@ class WsTableSource final : public TelemetrySource {
 
   Status ApplyMap() {
     for (const auto& [field, column] : options_.map) {
-      auto it = std::find_if(columns_.begin(), columns_.end(), [&](const Column& c) {
-        return AsciiLower(c.name) == AsciiLower(TrimSpace(column));
-      });
+      // (A named copy: clang before 16 cannot capture a structured binding.)
+      const std::string want = AsciiLower(TrimSpace(column));
+      auto it = std::find_if(columns_.begin(), columns_.end(),
+                             [&](const Column& c) { return AsciiLower(c.name) == want; });
       if (it == columns_.end()) {
         return Status::InvalidInput(fmt::format("{}:{}: --map {}={}: no such column ('{}')", path(),
                                                 header_line_, field, column,

@@ -399,7 +399,7 @@ std::vector<std::pair<std::string, FieldSupport>> NvmlSource::field_support(size
   return out;
 }
 LiveBackendInfo NvmlSource::backend_info() const {
-  return LiveBackendInfo{"NVML", impl_->lib->path(), impl_->driver_version};
+  return LiveBackendInfo{"NVML", impl_->lib->path(), impl_->driver_version, ""};
 }
 const std::string& NvmlSource::driver_version() const { return impl_->driver_version; }
 const NvmlLib& NvmlSource::lib() const { return *impl_->lib; }
