@@ -42,8 +42,11 @@ mkdir -p "$apt_dir/lists/partial" "$apt_dir/fetch"
   echo "deb-src $mirror $codename-updates main"
   echo "deb-src ${WATTWATCH_DEBIAN_SECURITY_MIRROR:-http://deb.debian.org/debian-security} $codename-security main"
 } >"$apt_dir/sources.list"
+mkdir -p "$apt_dir/cache/archives/partial"
+# Sources, lists and caches all under $apt_dir: no root needed, nothing of the machine's touched.
 apt_opts=(-o "Dir::Etc::SourceList=$apt_dir/sources.list" -o Dir::Etc::SourceParts=/dev/null
-  -o "Dir::State::Lists=$apt_dir/lists" -o APT::Sandbox::User=root -qq)
+  -o "Dir::State::Lists=$apt_dir/lists" -o "Dir::Cache=$apt_dir/cache"
+  -o "APT::Sandbox::User=$(id -un)" -qq)
 echo "dist-sources: fetching the Debian source of $pkg $version" >&2
 apt-get "${apt_opts[@]}" update >&2
 rm -rf "$apt_dir/fetch" && mkdir -p "$apt_dir/fetch"
