@@ -54,6 +54,23 @@ struct Thresholds {
   // traffic. Such a "spin" never makes a hang or a checkpoint wait (job_eval.h).
   double spin_mem_util_max_pct = 3;
   double spin_link_bytes_per_s_max = 50e6;
+  // Bursts and gaps whose power never leaves the middle are work, not starvation (an evaluation
+  // pass: forward-only batches at moderate power with host-side gaps shorter than power's ~1 s
+  // average). Power is placed on [floor, the GPU's compute level]: a starving GPU's waits last
+  // long enough to fall to its rest (at or below eval_rest_frac) or its bursts are training steps
+  // that reach the compute level (at or above eval_high_frac); an evaluation pass does neither.
+  // Only where the GPU's compute level stands at least eval_min_span_frac of the board's design
+  // range above its floor (the log showed real work to compare with).
+  double eval_rest_frac = 0.25;
+  double eval_high_frac = 0.6;
+  // Where sampling resolves bursts (at most this interval), one run of high readings is allowed:
+  // the end of the training step before the pass, its power lagging into the first gaps.
+  double eval_lag_run_max_interval_s = 2;
+  // Or, without the starvation pattern (gaps shorter than the debounce): at least this many dips
+  // of utilization below spin_util_pct in the window. A training GPU reads pegged utilization
+  // through its collectives; an evaluation pass dips between batches.
+  int eval_min_dips = 3;
+  double eval_min_span_frac = 0.3;
 };
 
 // The reading moved memory or bytes over PCIe/NVLink (each when logged): Thresholds above.
@@ -110,7 +127,27 @@ struct WindowStats {
   int midband = 0;
   double util_sum = 0;
   int util_samples = 0;
+  // Power readings placed against the GPU's compute level (PowerBand), how many sat at rest, and
+  // how many reached the compute level while utilization read below pegged (the power of a
+  // training step that just ended), and in how many runs. No rest and no such reading (where
+  // sampling resolves bursts: at most one run, the end of the training before an evaluation pass)
+  // in a bursty window is bursty work.
+  int power_placed = 0;
+  int power_rest = 0;
+  int power_high = 0;
+  int power_high_runs = 0;
+  int dips = 0;  // utilization falling below spin_util_pct from pegged
 };
+
+// Where one power reading sits between the GPU's floor and its compute level (Thresholds::eval_*).
+enum class PowerBand : uint8_t { kUnknown, kRest, kMiddle, kHigh };
+PowerBand PlacePowerBand(double power_w, double floor_w, double compute_level_w,
+                         double design_range_w, const Thresholds& t);
+
+// A bursty window (starved: IsStarved; or dipping, Thresholds::eval_min_dips) whose power stayed
+// in the middle: work in bursts (an evaluation pass), not a GPU waiting for its input nor a rank
+// splitting its time with collectives (Thresholds::eval_*). interval_s: the sample spacing.
+bool IsBurstyWork(const WindowStats& w, bool starved, double interval_s, const Thresholds& t);
 
 // Bursts separated by waits while a process is alive: the input pipeline can't keep up.
 bool IsStarved(const WindowStats& w, LocalClass now, ProcState proc, const Thresholds& t);

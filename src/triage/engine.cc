@@ -326,8 +326,14 @@ void TriageEngine::Classify(Gpu& g, const SampleFeatures& f) {
   sc.compute_share = f.compute_share;
   // (A late reading from before the hang began keeps its own state.)
   sc.in_active_hang = hang_.InActiveHang(key) && now_ms >= hang_.active()->start_ms;
-  const SampleState decided =
-      FinalSampleState(DecideState(f.cls, f.starved, mode, trained_, loaded), sc);
+  GpuState local_state = DecideState(f.cls, f.starved, mode, trained_, loaded);
+  // Bursts at moderate power throughout (an evaluation pass) are work, not a wait for input nor
+  // time in collectives.
+  if (f.bursty_work &&
+      (local_state == GpuState::kDataStarved || local_state == GpuState::kCommunication)) {
+    local_state = GpuState::kCompute;
+  }
+  const SampleState decided = FinalSampleState(local_state, sc);
   const GpuState state = decided.state;
   const double share = decided.compute_share;
   const bool quiet_held = decided.quiet_held;

@@ -52,6 +52,19 @@ bool GpuWindows::Add(const GpuSample& s) {
   p.util_mem_pct = s.util_mem_pct;
   p.proc = ClassifyProc(s.mem_used_mib, peak_mem_mib_, options_.thresholds);
   p.power_frac = power ? cal_.Normalize(*power) : kNaN;
+  p.band = PlacePowerBand(p.power_w, cal_.floor_w(), cal_.compute_level_w(), cal_.design_range_w(),
+                          options_.thresholds);
+  // High power counts where utilization says the kernels paused (power lags by its ~1 s average:
+  // a starving GPU's gap right after a training step still reads the step's power); pegged
+  // readings at high power are training. Counted once per run of such readings.
+  const bool high_paused = p.band == PowerBand::kHigh && s.util_gpu_pct &&
+                           *s.util_gpu_pct < options_.thresholds.spin_util_pct;
+  p.high_paused = high_paused;
+  p.high_run_start = high_paused && !high_paused_last_;
+  high_paused_last_ = high_paused;
+  const bool pegged = s.util_gpu_pct && *s.util_gpu_pct >= options_.thresholds.spin_util_pct;
+  p.dip = s.util_gpu_pct && !pegged && pegged_last_;
+  pegged_last_ = pegged;
   LocalInput in;
   in.util_pct = s.util_gpu_pct;
   if (power) in.power_frac = p.power_frac;
@@ -178,6 +191,13 @@ SampleFeatures GpuWindows::Classify(size_t index) {
     if (q.cls == LocalClass::kLow) w_.low += sign;
     if (q.cls == LocalClass::kPartial) w_.partial += sign;
     if (q.transition) w_.transitions += sign;
+    if (q.band != PowerBand::kUnknown) {
+      w_.power_placed += sign;
+      if (q.band == PowerBand::kRest) w_.power_rest += sign;
+      if (q.high_paused) w_.power_high += sign;
+      if (q.high_paused && q.high_run_start) w_.power_high_runs += sign;
+      if (q.dip) w_.dips += sign;
+    }
   };
   while (hi_ < win_.size() && win_[hi_].t_ms <= p.t_ms + half_ms) add(win_[hi_++], +1);
   while (lo_ < hi_ && win_[lo_].t_ms < p.t_ms - half_ms) add(win_[lo_++], -1);
@@ -215,6 +235,8 @@ SampleFeatures GpuWindows::Classify(size_t index) {
   f.cls = cls;
   f.blind = p.blind && cls == LocalClass::kBusy;
   f.starved = IsStarved(w_, cls, p.proc, options_.thresholds);
+  f.bursty_work =
+      cls != LocalClass::kGone && IsBurstyWork(w_, f.starved, interval_s_, options_.thresholds);
   // Is this spin part of a sustained wait? The window reaches into the future, so a wait is known
   // for what it is from its first sample, not a second later.
   if (cls == LocalClass::kSpin) {
@@ -229,7 +251,8 @@ SampleFeatures GpuWindows::Classify(size_t index) {
     }
     f.sustained_spin = win_[b].t_ms - start_ms >= need_ms;
   }
-  if (cls == LocalClass::kBusy && !std::isnan(p.power_w)) {
+  // Bursty work moves no gradients between its bursts: its time is compute, whatever its power.
+  if (cls == LocalClass::kBusy && !std::isnan(p.power_w) && !f.bursty_work) {
     const double comm_w =
         cal_.floor_w() + options_.thresholds.comm_level_frac * cal_.design_range_w();
     f.compute_share = ComputeShare(p.power_w, comm_w, cal_.compute_level_w());

@@ -31,8 +31,12 @@ struct SampleFeatures {
   ProcState proc = ProcState::kUnknown;
   LocalClass cls = LocalClass::kGone;  // after smoothing
   bool starved = false;                // bursts and gaps in the window: input can't keep up
-  bool sustained_spin = false;         // a spin lasting min_spin_s, not an ordinary collective
-  bool lost = false;                   // the driver reported the GPU lost (cls is kGone)
+  // Bursts (starved, or dips of utilization) at moderate power throughout (IsBurstyWork): work in
+  // bursts (an evaluation pass), its state compute and its time all compute. The job still counts
+  // it as it did (a starved sample as working in bursts).
+  bool bursty_work = false;
+  bool sustained_spin = false;  // a spin lasting min_spin_s, not an ordinary collective
+  bool lost = false;            // the driver reported the GPU lost (cls is kGone)
   // Busy by utilization alone (no power, no activity counters on this sample): it may as well be
   // a rank spinning in a collective, so the job does not count it as computing.
   bool blind = false;
@@ -90,6 +94,10 @@ class GpuWindows {
     bool lost;                  // the GPU was reported lost: no process can run on it
     bool blind;                 // no power nor activity counters: a spin would read as busy
     bool moves_data;            // MovesData: memory or link traffic logged
+    PowerBand band;             // PlacePowerBand at Add time
+    bool high_paused;           // high power (PowerBand) at utilization below pegged
+    bool high_run_start;        // the first of a run of high_paused readings
+    bool dip;                   // utilization fell below pegged at this sample
   };
 
   int64_t HalfWindowMs() const;
@@ -138,6 +146,8 @@ class GpuWindows {
   int run_len_ = 0;
   std::optional<bool> settled_busy_;
   int64_t last_in_ms_;
+  bool high_paused_last_ = false;  // the last sample added read high power at paused utilization
+  bool pegged_last_ = false;       // the last sample added read pegged utilization
   double interval_s_ = 0;
 };
 

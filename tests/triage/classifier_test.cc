@@ -192,6 +192,63 @@ TEST(ClassifierTest, IsStarved) {
   EXPECT_FALSE(IsStarved(no_util, L::kBusy, P::kLoaded, kT)) << "no utilization: can't tell";
 }
 
+// ---- Bursty work: an evaluation pass is work, not starvation ----
+
+TEST(ClassifierTest, PlacePowerBand) {
+  // An H100: floor 70 W, compute level 570 W, design range 630 W.
+  const auto band = [](double w) { return PlacePowerBand(w, 70, 570, 630, kT); };
+  EXPECT_EQ(band(90), PowerBand::kRest) << "a wait of a second falls to the model held";
+  EXPECT_EQ(band(195), PowerBand::kRest) << "0.25 of [floor, compute level]";
+  EXPECT_EQ(band(280), PowerBand::kMiddle) << "forward-only batches at moderate power";
+  EXPECT_EQ(band(365), PowerBand::kMiddle);
+  EXPECT_EQ(band(370), PowerBand::kHigh) << "0.6 of the way: a training step's power";
+  EXPECT_EQ(band(std::nan("")), PowerBand::kUnknown) << "no reading";
+  EXPECT_EQ(PlacePowerBand(150, 70, 200, 630, kT), PowerBand::kUnknown)
+      << "a compute level 130 W above the floor (0.21 of the range): no real work seen to "
+         "compare with";
+  EXPECT_EQ(PlacePowerBand(150, 70, 570, 0, kT), PowerBand::kUnknown) << "no range";
+}
+
+TEST(ClassifierTest, IsBurstyWork) {
+  auto w = [](int samples, int placed, int rest, int high, int runs, int dips) {
+    WindowStats s;
+    s.samples = samples;
+    s.power_placed = placed;
+    s.power_rest = rest;
+    s.power_high = high;
+    s.power_high_runs = runs;
+    s.dips = dips;
+    return s;
+  };
+  struct Row {
+    WindowStats w;
+    bool starved;
+    double interval_s;
+    bool want;
+    const char* why;
+  };
+  const std::vector<Row> rows = {
+      {w(120, 120, 0, 0, 0, 0), true, 0.1, true, "bursty, power in the middle throughout"},
+      {w(120, 120, 0, 4, 1, 0), true, 0.1, true,
+       "one run of lagging high power at 100 ms: the training step before the pass"},
+      {w(120, 120, 0, 9, 2, 0), true, 0.1, false,
+       "two bursts that reached the compute level: training steps, starving"},
+      {w(120, 120, 6, 0, 0, 0), true, 0.1, false, "gaps long enough to fall to rest: starving"},
+      {w(7, 7, 0, 1, 1, 0), true, 15, false,
+       "at 15 s one high reading is a sampled training step: starving"},
+      {w(7, 7, 0, 0, 0, 0), true, 15, true, "at 15 s, middle readings only"},
+      {w(120, 119, 0, 0, 0, 0), true, 0.1, false, "a reading not placed: can't tell"},
+      {w(2, 2, 0, 0, 0, 0), true, 0.1, false, "too few readings"},
+      {w(120, 120, 0, 0, 0, 17), false, 0.1, true,
+       "not starved (gaps shorter than the debounce) but dipping between batches"},
+      {w(120, 120, 0, 0, 0, 2), false, 0.1, false, "two dips: a training job's hiccups"},
+      {w(120, 120, 0, 0, 0, 0), false, 0.1, false, "pegged throughout: training or a spin"},
+  };
+  for (const Row& r : rows) {
+    EXPECT_EQ(IsBurstyWork(r.w, r.starved, r.interval_s, kT), r.want) << r.why;
+  }
+}
+
 // ---- ClassifyJob: who waits on whom ----
 
 struct JobRow {

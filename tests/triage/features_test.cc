@@ -147,6 +147,53 @@ TEST(GpuWindowsTest, BurstsAndGapsAreStarvationSteadyWorkIsNot) {
   EXPECT_FALSE(At(phase, 29'900).starved);
 }
 
+// Training at full power until 30 s, then an evaluation pass: 0.7 s batches, kernels for 0.5 s of
+// each at moderate power, the host's share between them (power, a ~1 s average, stays between).
+GpuSample TrainThenEval(int64_t t) {
+  if (t < 30'000) return Busy(t);
+  const int64_t u = (t - 30'000) % 700;
+  return u < 500 ? S(t, 100, 300) : S(t, 0, 260);
+}
+
+TEST(GpuWindowsTest, AnEvaluationPassIsBurstyWorkNotStarvation) {
+  const auto fs = Feed(90'000, TrainThenEval);
+  for (int64_t t : {40'000, 50'000, 60'000, 80'000}) {
+    EXPECT_TRUE(At(fs, t).bursty_work) << t << " ms: batches at moderate power are work";
+    EXPECT_EQ(At(fs, t).compute_share, 1) << t << " ms: no gradients move between batches";
+  }
+  EXPECT_FALSE(At(fs, 20'000).bursty_work) << "training is not bursty";
+  // Starvation: bursts of training at full power, waits that fall to the model held.
+  auto bursts = [](int64_t t) { return (t / 1000) % 2 == 0 ? Busy(t) : Quiet(t); };
+  const auto starved = Feed(60'000, bursts);
+  EXPECT_TRUE(At(starved, 30'000).starved);
+  EXPECT_FALSE(At(starved, 30'000).bursty_work) << "a starving GPU's bursts reach full power";
+  // Short waits that never reach rest, but bursts that reach the compute level: starving.
+  auto short_waits = [](int64_t t) {
+    const int64_t u = t % 2500;
+    return u < 2000 ? Busy(t) : S(t, 0, 450);
+  };
+  const auto fast = Feed(60'000, short_waits);
+  EXPECT_FALSE(At(fast, 30'000).bursty_work) << "each gap reads the step's lagging power";
+}
+
+TEST(GpuWindowsTest, BurstyWorkNeedsAComputeLevelToCompareWith) {
+  // The same pass in a log without training, on a board of unknown name without a limit: the
+  // compute level is the pass's own, so its bursts are not "moderate": starvation, as before.
+  auto eval_only = [](int64_t t) {
+    GpuSample s = TrainThenEval(t + 30'000);
+    s.power_limit_w.reset();
+    return s;
+  };
+  GpuWindows w("", {});
+  std::vector<SampleFeatures> out;
+  SampleFeatures f;
+  for (int64_t t = 0; t < 60'000; t += kStepMs) {
+    ASSERT_TRUE(w.Add(eval_only(t)));
+    while (w.NextReady(&f)) out.push_back(f);
+  }
+  for (const SampleFeatures& g : out) EXPECT_FALSE(g.bursty_work) << g.t_ms;
+}
+
 TEST(GpuWindowsTest, ComputeShareOnlyForBusySamplesWithPower) {
   auto what = [](int64_t t) {
     if (t == 10'000) {

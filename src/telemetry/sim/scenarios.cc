@@ -60,8 +60,8 @@ std::vector<std::string> ScenarioNames() {
 }
 
 std::vector<std::string> VerdictScenarioNames() {
-  return {"single-gpu",    "single-gpu-nopower", "end-tail",       "end-tail-held",
-          "off-gpu-stall", "partial-hang",       "steady-midpower"};
+  return {"single-gpu",    "single-gpu-nopower", "end-tail",        "end-tail-held",
+          "off-gpu-stall", "partial-hang",       "steady-midpower", "eval-pass"};
 }
 
 std::vector<std::string> DroppableFields() {
@@ -110,6 +110,17 @@ bool MakeVerdictScenario(const std::string& name, ScenarioConfig& c) {
     c.phases.push_back({K::kSteadyMidPower, 240, {}});
     c.phases.push_back({K::kNoProcess, 10, {}});
     for (const char* f : {"name", "power.limit", "memory.used"}) c.drop_fields.push_back(f);
+  } else if (name == "eval-pass") {
+    // Training with an evaluation pass every so often (HF Trainer's eval_steps): every rank runs
+    // forward-only batches together at moderate power with host-side gaps, holding the model.
+    // Bursts and gaps, as data starvation shows them, but work: the GPUs are not waiting.
+    prologue();
+    c.phases.push_back({K::kTrain, 60, {}});
+    c.phases.push_back({K::kEvalPass, 90, {}});
+    c.phases.push_back({K::kTrain, 60, {}});
+    c.phases.push_back({K::kEvalPass, 60, {}});
+    c.phases.push_back({K::kTrain, 40, {}});
+    c.phases.push_back({K::kNoProcess, 8, {}});
   } else if (name == "end-tail") {
     // A DDP run ends; the log goes on for minutes with the GPUs at their idle floor. Logged
     // without memory.used, nothing shows the processes left (the field failure: "all ranks

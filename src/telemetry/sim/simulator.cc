@@ -235,6 +235,19 @@ Simulator::Instant Simulator::InstantAt(int rank, double t_s) {
     case PhaseKind::kHostCrash:
       in = {GpuState::kHang, true, spin_w, gpu.model_mem_mib, 0, true, !singled_out};
       break;
+    case PhaseKind::kEvalPass: {
+      // Batches of ~0.7 s, the same on every rank: kernels for 55-85 % of it at moderate power
+      // (forward only, eval batch sizes), then the host's share (metrics, the next batch) with
+      // the model held. Bursts and gaps shorter than power's ~1 s average: power stays between.
+      constexpr double kBatchS = 0.7;
+      const double k = std::floor(tau / kBatchS);
+      const double share = 0.55 + 0.3 * Hash01(config_.seed ^ 0xe7a1, static_cast<uint64_t>(k));
+      const bool kernels = tau - k * kBatchS < share * kBatchS;
+      const double w = std::min(cap, m.idle_w + 0.42 * range * gpu.compute_factor);
+      in = {GpuState::kCompute,   kernels, kernels ? w : loaded_w, gpu.model_mem_mib,
+            kernels ? 25.0 : 0.0, true};
+      break;
+    }
     case PhaseKind::kPartialHang:
       if (singled_out) {
         in = {GpuState::kHang, false, loaded_w, gpu.model_mem_mib, 0, true};

@@ -48,6 +48,9 @@ enum class PhaseKind {
   kHostCrash,         // the hosts of `ranks` crash: their GPUs send no sample from then on (the
                       // node and its logger are gone); the others spin in a collective they never
                       // leave: a hang, culprits = `ranks`
+  kEvalPass,          // an evaluation pass: every rank runs forward-only batches together, bursts
+                      // of kernels at moderate power with short host-side gaps between them
+                      // (metrics, the next batch), memory held, no gradient collectives: compute
 };
 
 struct Phase {
@@ -122,7 +125,7 @@ struct TruthLabel {
 std::vector<std::string> ScenarioNames();
 
 // single-gpu, single-gpu-nopower, end-tail (memory.used not logged), end-tail-held,
-// off-gpu-stall, partial-hang (the last two need --max-checkpoint-s 300).
+// off-gpu-stall, partial-hang (these two need --max-checkpoint-s 300), steady-midpower, eval-pass.
 std::vector<std::string> VerdictScenarioNames();
 
 // The field names drop_fields accepts.
