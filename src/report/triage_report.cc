@@ -148,8 +148,13 @@ TriageReport MakeReport(const triage::TriageEngine& engine, std::vector<std::str
       }
     }
   }
+  // A wait temperature kept from confirmation until the log ended: not a hang, not none either.
+  if (r.hang_episodes.empty() && r.hang_unknown.empty() && !engine.thermal_unknown().empty()) {
+    r.hang_unknown = engine.thermal_unknown();
+  }
   triage::LogVerdictInput verdict;
   verdict.hang_seen = !r.hang_episodes.empty();
+  verdict.held_by_temperature = !engine.thermal_unknown().empty();
   verdict.snapshot = r.snapshot ? &*r.snapshot : nullptr;
   verdict.no_gpus = r.gpus.empty();
   for (const auto& e : r.evidence) {

@@ -109,6 +109,7 @@ void PowerCalibration::Add(double power_w, std::optional<double> util_pct,
   if (util_pct && *util_pct >= 90) {
     ++busy_hist_[Bin(power_w)];
     ++busy_count_;
+    max_busy_w_ = std::max(max_busy_w_, power_w);
     // Pegged readings below the communication level may be a spin: learn its level at once
     // rather than at the next scheduled recompute (which is thousands of readings apart).
     if (!spin_w_ && power_w < floor_w_ + kCommLevelFrac * design_range_w() &&
@@ -194,7 +195,8 @@ void PowerCalibration::Recompute() {
   // sits at the limit when the limit is a cap below that.
   const double prior_top = table_tdp_w_ ? *table_tdp_w_ : top_w_;
   compute_w_ = std::min(top_w_, floor_w_ + 0.8 * (prior_top - floor_w_));
-  if (busy_count_ >= 20) {
+  compute_learned_ = busy_count_ >= 20;
+  if (compute_learned_) {
     // The top cluster of the busy readings: pure-compute readings cluster at the compute level,
     // readings that blend compute and collectives (power is a ~1 s average) spread below it and
     // can even outnumber it, and sensor noise spreads around it; so take the highest cluster

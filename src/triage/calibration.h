@@ -38,6 +38,10 @@ class PowerCalibration {
   double design_range_w() const { return design_top_w_ - floor_w_; }
   // Typical power while computing (util >= 90 %), from the readings; prior until seen.
   double compute_level_w() const { return compute_w_; }
+  // The compute level from readings only: compute_level_w() once it is learned from them (20
+  // pegged readings), the highest pegged reading before that (a 15 s log reaches 20 in 5
+  // minutes; the prior can sit far from any reading), 0 before any.
+  double observed_compute_w() const { return compute_learned_ ? compute_w_ : max_busy_w_; }
 
   // Power of a rank spinning in a collective, learned from the trace: the lowest cluster of
   // readings at >= 90 % utilization, well below where collectives that move data sit
@@ -108,6 +112,8 @@ class PowerCalibration {
   std::vector<uint32_t> busy_hist_;  // readings with util >= 90 %
   uint64_t all_count_ = 0;
   uint64_t busy_count_ = 0;
+  double max_busy_w_ = 0;         // the highest reading at >= 90 % utilization
+  bool compute_learned_ = false;  // compute_w_ came from the readings (Recompute)
   uint64_t unpegged_count_ = 0;
   uint64_t util_count_ = 0;  // readings with utilization logged  // readings without utilization,
                              // or below kPeggedUtilPct

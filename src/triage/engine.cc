@@ -9,6 +9,7 @@
 
 #include "core/format.h"
 #include "core/timefmt.h"
+#include "triage/thermal.h"
 #include "triage/verdict.h"
 
 namespace ww::triage {
@@ -47,6 +48,8 @@ struct TriageEngine::Gpu {
   // Activity counters of samples added but not yet classified (the windows hold them a few
   // seconds), in time order; only kept while the GPU logs any.
   std::deque<std::pair<int64_t, ActivityReading>> pending_activity;
+  ThermalLevels thermal;         // its temperature while computing and while quiet (thermal.h)
+  bool thermal_counted = false;  // counted in thermal_gpus_
 };
 
 double GpuStats::total_seconds() const {
@@ -293,6 +296,7 @@ void TriageEngine::Classify(Gpu& g, const SampleFeatures& f) {
     OnQuietUpdate(quiet_.Update(mode, quiet, views_, now_ms));
   }
   HangContext ctx;
+  ctx.thermal = thermal_gpus_ > 0;
   if (auto since = quiet_.since_ms()) ctx.quiet_since_ms = *since;
   ctx.one_gpu = single;
   if (single) {
@@ -337,6 +341,7 @@ void TriageEngine::Classify(Gpu& g, const SampleFeatures& f) {
   const GpuState state = decided.state;
   const double share = decided.compute_share;
   const bool quiet_held = decided.quiet_held;
+  if (!std::isnan(f.temperature_c)) NoteTemperature(g, f, state);
 
   if (!g.has_live || g.live != state) {
     if (observer_ && g.has_live) observer_->OnStateChange(key, g.live, state, now_ms);
@@ -446,6 +451,25 @@ std::string TriageEngine::stragglers_unknown() const {
     }
   }
   return stragglers_.UnknownReason();
+}
+
+void TriageEngine::NoteTemperature(Gpu& g, const SampleFeatures& f, GpuState state) {
+  // Working: computing at power (not bursts, not a wait); quiet: no kernels.
+  if (state == GpuState::kCompute && f.cls == LocalClass::kBusy && !f.starved && !f.bursty_work) {
+    g.thermal.AddWork(f.temperature_c);
+  } else if (f.cls == LocalClass::kLow || f.cls == LocalClass::kGone) {
+    g.thermal.AddQuiet(f.temperature_c);
+  } else {
+    return;
+  }
+  GpuView& v = views_[g.view];
+  const auto levels = g.thermal.Informative(ThermalThresholds{});
+  v.temp_work_c = levels ? static_cast<float>(levels->work_c) : NAN;
+  v.temp_quiet_c = levels ? static_cast<float>(levels->quiet_c) : NAN;
+  if (levels.has_value() != g.thermal_counted) {
+    g.thermal_counted = levels.has_value();
+    thermal_gpus_ += g.thermal_counted ? 1 : -1;
+  }
 }
 
 std::vector<std::string> TriageEngine::notes() const {

@@ -147,6 +147,8 @@ class TriageEngine {
   // Notes for the user: e.g. a spin at the end of the log too short to confirm, a host clock
   // that disagrees with the others. (Per-GPU notes are in gpu_stats().)
   std::vector<std::string> notes() const;
+  // The log ended during a wait that temperature held unconfirmed (HangTracker::thermal_unknown).
+  const std::string& thermal_unknown() const { return hang_.thermal_unknown(); }
   // GPU views and count slots the job-level evaluation has looked at so far (its passes over
   // the GPUs, the count's list steps, Finish's picks): a deterministic measure of its work, for
   // tests that it stays flat per sample as a job grows (tests/triage/scale_test.cc).
@@ -174,6 +176,8 @@ class TriageEngine {
   Gpu* FindGpu(GpuKey key) const;  // nullptr when never sampled
   // Job-level evaluation after one more classified sample of g.
   void Classify(Gpu& g, const SampleFeatures& f);
+  // The sample's temperature into its GPU's working or quiet level (thermal.h).
+  void NoteTemperature(Gpu& g, const SampleFeatures& f, GpuState state);
   void OnHangUpdate(const HangUpdate& u, int64_t now_ms);
   // A quiet stretch was resolved: as a checkpoint, its held samples become `checkpoint`.
   void OnQuietUpdate(const QuietUpdate& u);
@@ -204,6 +208,7 @@ class TriageEngine {
   SlotCounter counter_;        // slots_ counted as they change
   size_t inexact_slots_ = 0;   // slots_ that CountSlots cannot count (CountJob does, then)
   int64_t finish_pops_ = 0;    // samples Finish classified (job_eval_steps)
+  int thermal_gpus_ = 0;       // GPUs whose temperature follows their load (Gpu::thermal_counted)
   int64_t views_scanned_ = 0;  // views passed over here (job_eval_steps)
   // The views classified gone while in the job since the job last ended (what a job end
   // changes), and which of them are listed.

@@ -3,8 +3,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include "core/timefmt.h"
+#include "triage/thermal.h"
 
 namespace ww::triage {
 namespace {
@@ -165,7 +167,8 @@ HangUpdate HangTracker::Update(JobMode mode, std::span<const GpuView> views, int
         if (g->cls == LocalClass::kSpin) c.evidence.Add(*g);
       }
     }
-    if (!c.confirmed && options_.auto_confirm && !needs_probe &&
+    if (ctx.thermal && !c.confirmed) CheckThermal(c, views, now_ms);
+    if (!c.confirmed && options_.auto_confirm && !needs_probe && c.thermal_hold.empty() &&
         static_cast<double>(now_ms - c.start_ms) / 1000.0 >= options_.hang_confirm_s) {
       out.confirmed = Confirm(now_ms, views, {});
     }
@@ -192,6 +195,29 @@ HangUpdate HangTracker::Update(JobMode mode, std::span<const GpuView> views, int
   return out;
 }
 
+void HangTracker::CheckThermal(Candidate& c, std::span<const GpuView> views, int64_t now_ms) {
+  if (c.thermal_checked_ms != kUnset && now_ms - c.thermal_checked_ms < 1000) return;
+  c.thermal_checked_ms = now_ms;
+  c.thermal_hold.clear();
+  const ThermalThresholds t;
+  int held = 0;
+  views_visited_ += static_cast<int64_t>(views.size());
+  for (const GpuView& v : views) {
+    // (A member that stopped reporting says nothing of now: its last reading is not its state.)
+    if (v.cls != LocalClass::kSpin || std::isnan(v.temp_work_c) ||
+        !IsActiveInJob(v, now_ms, options_) ||
+        !std::binary_search(c.episode.gpus.begin(), c.episode.gpus.end(), v.key)) {
+      continue;
+    }
+    const ThermalReading r{v.temp_c, v.temp_onset_c, v.temp_work_c, v.temp_quiet_c,
+                           static_cast<double>(now_ms - v.spin_since_ms) / 1000.0};
+    if (auto why = ThermalHold(r, GpuName(v.key, host_names_), t)) {
+      if (held++ == 0) c.thermal_hold = std::move(*why);
+    }
+  }
+  if (held > 1) c.thermal_hold += fmt::format(" ({} more GPUs likewise)", held - 1);
+}
+
 void HangTracker::AddEvidenceAt(std::span<const GpuView> views, int64_t now_ms) {
   views_visited_ += static_cast<int64_t>(views.size());
   for (const GpuView& g : views) {
@@ -215,6 +241,10 @@ bool HangTracker::Confirm(int64_t now_ms, std::span<const GpuView> views,
   std::sort(e.stopped_reporting.begin(), e.stopped_reporting.end());
   size_t gone = 0, spinning = 0;
   std::vector<GpuKey> lost;
+  struct {
+    int members = 0;
+    double onset_c = 0, now_c = 0, quiet_c = 0;
+  } cooling;  // the spinning members whose temperature follows their load (thermal.h)
   StoppedReportingNote stopped{e.stopped_reporting, 0};
   // The members' views, found in one walk over both in key order (the members are in key order:
   // ChooseHangMembers; a key has one view).
@@ -233,6 +263,12 @@ bool HangTracker::Confirm(int64_t now_ms, std::span<const GpuView> views,
     if (v.cls == LocalClass::kGone) ++gone;
     if (v.cls == LocalClass::kSpin) ++spinning;
     if (v.lost && std::binary_search(e.culprits.begin(), e.culprits.end(), k)) lost.push_back(k);
+    if (v.cls == LocalClass::kSpin && !std::isnan(v.temp_work_c) && !std::isnan(v.temp_onset_c)) {
+      ++cooling.members;
+      cooling.onset_c += v.temp_onset_c;
+      cooling.now_c += v.temp_c;
+      cooling.quiet_c += v.temp_quiet_c;
+    }
   }
   const double spin_s = static_cast<double>(e.detected_at_ms - e.start_ms) / 1000.0;
   if (!stopped.gpus.empty()) {
@@ -257,6 +293,13 @@ bool HangTracker::Confirm(int64_t now_ms, std::span<const GpuView> views,
     }
   }
   e.reasons.insert(e.reasons.end(), reasons.begin(), reasons.end());
+  if (cooling.members > 0) {
+    const double n = cooling.members;
+    if (auto why = CoolingReason(cooling.members, cooling.onset_c / n, cooling.now_c / n,
+                                 cooling.quiet_c / n, ThermalThresholds{})) {
+      e.reasons.push_back(std::move(*why));
+    }
+  }
   e.reasons.insert(e.reasons.end(), extra_reasons.begin(), extra_reasons.end());
   return true;
 }
@@ -287,6 +330,11 @@ HangUpdate HangTracker::End(int64_t end_ms, bool ongoing, std::span<const GpuVie
     e.ongoing = ongoing;
     episodes_.push_back(std::move(e));
     out.hang_ended = true;
+  } else if (ongoing && !candidate_->thermal_hold.empty()) {
+    const double s = static_cast<double>(end_ms - candidate_->start_ms) / 1000.0;
+    thermal_unknown_ = fmt::format(
+        "the log ends during {:.0f} s of spin with nobody working (from {}), not confirmed: {}", s,
+        FormatIsoMs(candidate_->start_ms), candidate_->thermal_hold);
   } else if (ongoing) {
     const double s = static_cast<double>(end_ms - candidate_->start_ms) / 1000.0;
     if (s >= options_.unconfirmed_spin_note_s) {
@@ -308,7 +356,7 @@ HangUpdate HangTracker::Interrupt(int64_t at_ms) {
 std::optional<HangCandidate> HangTracker::candidate() const {
   if (!candidate_ || candidate_->confirmed) return std::nullopt;
   return HangCandidate{candidate_->start_ms, candidate_->episode.gpus, candidate_->episode.culprits,
-                       needs_probe_};
+                       needs_probe_, candidate_->thermal_hold};
 }
 
 const HangEpisode* HangTracker::active() const {

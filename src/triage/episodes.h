@@ -37,6 +37,9 @@ struct HangCandidate {
   // Telemetry alone cannot call this one (a single GPU's low-power pegged kernels, every rank
   // quiet for less than max_checkpoint_s): only process probes seeing nothing move confirm it.
   bool needs_process_probe = false;
+  // A spinning member is still as hot as it runs while computing (thermal.h ThermalHold): not a
+  // hang while this says why; empty when temperature does not object.
+  std::string thermal_hold;
 };
 
 // What the job looks like beyond its mode, for the hang tracker.
@@ -45,6 +48,9 @@ struct HangContext {
   int64_t quiet_since_ms = std::numeric_limits<int64_t>::min();
   bool one_gpu = false;           // the job is a single GPU: spin alone is no hang
   bool one_gpu_spinning = false;  // ... and it reads pegged at low power, sustained
+  // Some GPU's temperature follows its load (GpuView::temp_work_c set): the candidate's members
+  // are checked against it (thermal.h) before a confirmation.
+  bool thermal = false;
 };
 
 struct HangEpisode {
@@ -120,6 +126,9 @@ class HangTracker {
   bool InActiveHang(GpuKey key) const;
   const std::vector<HangEpisode>& episodes() const { return episodes_; }
   const std::vector<std::string>& notes() const { return notes_; }
+  // The log ended during a wait that temperature held unconfirmed (a member as hot as it works):
+  // why, for the verdict ("unknown"); empty otherwise.
+  const std::string& thermal_unknown() const { return thermal_unknown_; }
   // GPU views looked at so far (passes over them), for tests of the work per sample.
   int64_t views_visited() const { return views_visited_; }
 
@@ -131,7 +140,11 @@ class HangTracker {
     HangEpisode episode;
     HangEvidence evidence;
     HangKind kind = HangKind::kSpin;
+    std::string thermal_hold;  // HangCandidate::thermal_hold
+    int64_t thermal_checked_ms = std::numeric_limits<int64_t>::min();
   };
+  // Looks at the candidate's spinning members' temperatures (at most once a second of log time).
+  void CheckThermal(Candidate& c, std::span<const GpuView> views, int64_t now_ms);
 
   TriageOptions options_;
   std::optional<Candidate> candidate_;
@@ -143,6 +156,7 @@ class HangTracker {
   int64_t last_update_ms_ = std::numeric_limits<int64_t>::min();
   std::vector<HangEpisode> episodes_;
   std::vector<std::string> notes_;
+  std::string thermal_unknown_;
   std::vector<std::string> host_names_;
   int64_t views_visited_ = 0;
   std::vector<const GpuView*> sampled_now_;  // Update's scratch

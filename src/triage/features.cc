@@ -52,8 +52,9 @@ bool GpuWindows::Add(const GpuSample& s) {
   p.util_mem_pct = s.util_mem_pct;
   p.proc = ClassifyProc(s.mem_used_mib, peak_mem_mib_, options_.thresholds);
   p.power_frac = power ? cal_.Normalize(*power) : kNaN;
-  p.band = PlacePowerBand(p.power_w, cal_.floor_w(), cal_.compute_level_w(), cal_.design_range_w(),
-                          options_.thresholds);
+  p.temperature_c = s.temperature_c ? static_cast<float>(*s.temperature_c) : NAN;
+  p.band = PlacePowerBand(p.power_w, cal_.floor_w(), cal_.observed_compute_w(),
+                          cal_.design_range_w(), options_.thresholds);
   // High power counts where utilization says the kernels paused (power lags by its ~1 s average:
   // a starving GPU's gap right after a training step still reads the step's power); pegged
   // readings at high power are training. Counted once per run of such readings.
@@ -223,6 +224,7 @@ SampleFeatures GpuWindows::Classify(size_t index) {
   f.power_w = p.power_w;
   f.power_frac = p.power_frac;
   f.util_mem_pct = p.util_mem_pct;
+  f.temperature_c = p.temperature_c;
   f.moves_data = p.moves_data;
   f.proc = p.proc;
   f.lost = p.lost;

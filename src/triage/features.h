@@ -10,6 +10,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
@@ -42,6 +43,7 @@ struct SampleFeatures {
   bool blind = false;
   // Memory or link traffic logged on this sample (MovesData): a spin that moves data is work.
   bool moves_data = false;
+  double temperature_c = std::numeric_limits<double>::quiet_NaN();  // when logged (thermal.h)
   // For a kBusy sample with power: its compute share (ComputeShare between the communication and
   // the compute level); 1 otherwise. Used when the job-level state is compute.
   double compute_share = 1;
@@ -98,6 +100,7 @@ class GpuWindows {
     bool high_paused;           // high power (PowerBand) at utilization below pegged
     bool high_run_start;        // the first of a run of high_paused readings
     bool dip;                   // utilization fell below pegged at this sample
+    float temperature_c;        // NaN when not logged
   };
 
   int64_t HalfWindowMs() const;

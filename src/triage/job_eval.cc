@@ -8,12 +8,20 @@
 #include <numeric>
 
 #include "core/format.h"
+#include "triage/thermal.h"
 
 namespace ww::triage {
 
 void ApplySample(const SampleFeatures& f, GpuView* v) {
   if (f.cls == LocalClass::kSpin && (!v->classified || v->cls != LocalClass::kSpin)) {
     v->spin_since_ms = f.t_ms;
+    v->temp_onset_c = v->temp_c;  // as it was before the spin began
+  }
+  if (!std::isnan(f.temperature_c)) {
+    const double w =
+        std::isnan(v->temp_c) ? 1 : ThermalSmoothingWeight(f.dt_s, ThermalThresholds{});
+    v->temp_c = static_cast<float>(
+        std::isnan(v->temp_c) ? f.temperature_c : v->temp_c + w * (f.temperature_c - v->temp_c));
   }
   if (f.cls == LocalClass::kGone && (!v->classified || v->cls != LocalClass::kGone)) {
     v->gone_since_ms = f.t_ms;

@@ -48,6 +48,12 @@ struct GpuView {
   // The latest sample moved memory or link bytes (SampleFeatures::moves_data): a spin that does
   // is work (an MD code's small kernels), counted busy, never a wait.
   bool moves_data = false;
+  // Temperature (thermal.h), NaN where not logged: smoothed now, smoothed when the current spin
+  // began, and the GPU's working and quiet levels where its log's temperature follows the load.
+  float temp_c = std::numeric_limits<float>::quiet_NaN();
+  float temp_onset_c = std::numeric_limits<float>::quiet_NaN();
+  float temp_work_c = std::numeric_limits<float>::quiet_NaN();
+  float temp_quiet_c = std::numeric_limits<float>::quiet_NaN();
 };
 
 // The view after one more classified sample of its GPU.

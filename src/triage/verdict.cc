@@ -60,7 +60,7 @@ std::string TooShortReason(double span_s, int64_t samples, const char* who, doub
 HangVerdict DecideLogVerdict(const LogVerdictInput& in) {
   if (in.hang_seen) return HangVerdict::kConfirmed;
   if (in.snapshot != nullptr) return in.snapshot->verdict;
-  if (in.no_gpus) return HangVerdict::kUnknown;
+  if (in.no_gpus || in.held_by_temperature) return HangVerdict::kUnknown;
   // No hang seen: unknown where some GPU's signals cannot show one.
   return in.blind ? HangVerdict::kUnknown : HangVerdict::kNone;
 }

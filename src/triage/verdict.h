@@ -82,9 +82,12 @@ struct LogVerdictInput {
   const SnapshotVerdict* snapshot = nullptr;  // the one-snapshot verdict of a too-short log
   bool no_gpus = false;                       // nothing was sampled
   bool blind = false;  // some GPU's signals cannot show a hang (GpuEvidence: affects_hang)
+  // The log ended in a wait that temperature kept from confirmation (thermal.h): unknown.
+  bool held_by_temperature = false;
 };
-// confirmed with an episode; the snapshot's verdict for a too-short log; unknown without GPUs or
-// when some GPU's signals cannot show a hang; else none.
+// confirmed with an episode; the snapshot's verdict for a too-short log; unknown without GPUs,
+// when some GPU's signals cannot show a hang, or when the log ends in a wait temperature held
+// unconfirmed; else none.
 HangVerdict DecideLogVerdict(const LogVerdictInput& in);
 
 // --- Live (fleet /jobs, watch /state) -----------------------------------------------------------

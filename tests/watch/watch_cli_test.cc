@@ -3,6 +3,7 @@
 // and the fake libnvidia-ml.so.1.
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
@@ -143,6 +144,36 @@ TEST_F(WatchCliTest, RunEscalatesToSigkillWhenTermIsIgnored) {
   bool sigkill = false;
   for (const auto& e : ev) sigkill |= e["event"] == "kill" && e["signal"] == "SIGKILL";
   EXPECT_TRUE(sigkill);
+}
+
+TEST_F(WatchCliTest, RunDoesNotKillAJobWhoseRanksStayAsHotAsTheyCompute) {
+  // 4 H100s: idle, training at ~600 W and 66 °C, then power reads 120 W at 100 % (where an H100
+  // waits in a collective) for 4 minutes while every board stays at 66 °C. A waiting board cools:
+  // power and temperature disagree, and the job (whose process does nothing a probe can see) is
+  // not killed on that (triage/thermal.h).
+  std::string csv =
+      "timestamp, index, name, power.draw [W], power.limit [W], utilization.gpu [%], "
+      "memory.used [MiB], temperature.gpu\n";
+  for (int s = 0; s < 380; ++s) {
+    for (int g = 0; g < 4; ++g) {
+      const bool idle = s < 20, waiting = s >= 140;
+      csv += fmt::format(
+          "2025/03/01 12:{:02d}:{:02d}.000, {}, NVIDIA H100 80GB HBM3, {} W, 700.00 W, {} %, "
+          "{} MiB, {}\n",
+          s / 60, s % 60, g, idle ? 75 : (waiting ? 120 + g : 600 + (s + g) % 9), idle ? 0 : 100,
+          idle ? 520 : 70000, idle ? 35 : 66);
+    }
+  }
+  const auto log = dir_ / "hot.csv";
+  std::ofstream(log) << csv;
+  const auto events = dir_ / "ev.jsonl";
+  const int rc = Run({"run", "--source", "replay:" + log.string(), "--speed", "50", "--listen",
+                      "none", "--kill-grace-s", "2", "--events", events.string(), "--", "sh", "-c",
+                      "sleep 10; exit 0"});
+  EXPECT_EQ(rc, 0) << Err();
+  const auto ev = ReadEvents(events);
+  EXPECT_EQ(CountEvents(ev, "hang_confirmed"), 0) << Err();
+  EXPECT_EQ(CountEvents(ev, "kill"), 0);
 }
 
 TEST_F(WatchCliTest, RunDoesNotKillAJobThatCheckpoints) {

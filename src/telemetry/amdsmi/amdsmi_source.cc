@@ -517,7 +517,7 @@ Result<Opened> OpenRocmSmiLib(const std::string& library_path, bool probe_driver
         lib->path()));
   }
   Opened out;
-  out.backend = LiveBackendInfo{"ROCm SMI", lib->path(), ""};
+  out.backend = LiveBackendInfo{"ROCm SMI", lib->path(), "", ""};
   for (uint32_t i = 0; i < count; ++i)
     out.readers.push_back(std::make_shared<RocmSmiReader>(lib, i));
   return out;

@@ -66,7 +66,6 @@ Status NvsmiLogSource::FinishHeader(int64_t line) {
       switch (c.col) {
         case Col::kClockSm:
         case Col::kClockMem:
-        case Col::kTemp:
         case Col::kPstate:
         case Col::kReasonsMask:
         case Col::kReasonBit:

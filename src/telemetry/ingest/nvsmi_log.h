@@ -40,7 +40,8 @@ struct ReplayOptions {
   int64_t interval_ms = 0;
   // Malformed rows tolerated before the file is rejected: a fraction of data rows, and a floor.
   // Parse only the columns triage reads (timestamp, identity, power, limit, utilizations,
-  // memory used and total: the board is known by its limit and memory when its name is not);
+  // memory used and total: the board is known by its limit and memory when its name is not;
+  // temperature, as evidence only: a bad temperature cell drops that reading, not the row);
   // the rest are skipped unparsed, which is most of the cost of a wide log.
   bool triage_fields_only = false;
   double max_bad_row_fraction = 0.01;

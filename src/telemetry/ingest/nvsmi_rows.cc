@@ -213,6 +213,9 @@ Result<bool> NvsmiLogSource::ReadRow(Row* out) {
           double v;
           Parse p = ParseNumber(f, &v);
           if (p == Parse::kOk && (v < c.lo || v > c.hi)) p = Parse::kImplausible;
+          // Triage reads the temperature as supporting evidence only (triage/thermal.h): a cell
+          // it cannot use drops that reading, never the row, and is not reported.
+          if (p != Parse::kOk && options_.triage_fields_only && c.col == Col::kTemp) break;
           if (p == Parse::kOk) {
             std::optional<double>& field = row.sample.*c.member;
             // enforced.power.limit wins over power.limit when both are logged.
