@@ -7,7 +7,10 @@
 # by a third within minutes and the hypervisor takes whole seconds of a run (wall 5.9 s for 3.3 s
 # of CPU, seen here), so one run of each can put the two on different machines in all but name.
 #
-# usage: bench/triage_throughput.sh [BUILD_DIR] [SIZE_MB] [RUNS]   (RUNS: 3)
+# With BASELINE=/path/to/an/older/wattwatch, that binary runs in the same rounds too and the
+# new/old ratio is printed (best and median CPU): "throughput unchanged" measured, not assumed.
+#
+# usage: [BASELINE=OLD_BIN] bench/triage_throughput.sh [BUILD_DIR] [SIZE_MB] [RUNS]   (RUNS: 3)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${1:-build/release}
@@ -32,8 +35,12 @@ measure() {  # appends "wall_s max_rss_kb cpu_s" to $1
 }
 : > "$DATA/ww_runs.txt"
 : > "$DATA/pd_runs.txt"
+: > "$DATA/base_runs.txt"
 for _ in $(seq "$RUNS"); do
   measure "$DATA/ww_runs.txt" taskset -c 0 "$WW" triage "$BIG" --json
+  if [ -n "${BASELINE:-}" ]; then
+    measure "$DATA/base_runs.txt" taskset -c 0 "$BASELINE" triage "$BIG" --json
+  fi
   measure "$DATA/pd_runs.txt" taskset -c 0 /usr/bin/python3 bench/reference_triage.py "$BIG"
 done
 # "median_wall min_wall max_wall max_rss_kb median_cpu" of a runs file.
@@ -55,3 +62,14 @@ awk -v b="$bytes" -v n="$RUNS" -v ws="$ww_s" -v wl="$ww_min" -v wh="$ww_max" -v 
     ps, b / 1e6 / ps, pl, ph, pc, b / 1e6 / pc, pk / 1024
   printf "ratio (wattwatch / pandas throughput, medians): wall %.2fx, CPU %.2fx\n", ps / ws, pc / wc
 }'
+if [ -n "${BASELINE:-}" ]; then
+  # CPU seconds (user + system), best and median of each: the best is the run the machine left
+  # alone; the median says how typical it was.
+  stats() { awk '{ print $3 }' "$1" | sort -n | awk '{ c[NR] = $1 } END { print c[1], c[int((NR + 1) / 2)] }'; }
+  read -r new_best new_med < <(stats "$DATA/ww_runs.txt")
+  read -r old_best old_med < <(stats "$DATA/base_runs.txt")
+  awk -v nb="$new_best" -v nm="$new_med" -v ob="$old_best" -v om="$old_med" -v base="$BASELINE" 'BEGIN {
+    printf "baseline %s: CPU best %.2f s, median %.2f s; this build: best %.2f s, median %.2f s\n", base, ob, om, nb, nm
+    printf "this build / baseline CPU time: best %+.1f %%, median %+.1f %%\n", 100 * (nb / ob - 1), 100 * (nm / om - 1)
+  }'
+fi

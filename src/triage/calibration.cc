@@ -109,7 +109,10 @@ void PowerCalibration::Add(double power_w, std::optional<double> util_pct,
   if (util_pct && *util_pct >= 90) {
     ++busy_hist_[Bin(power_w)];
     ++busy_count_;
-    max_busy_w_ = std::max(max_busy_w_, power_w);
+    if (power_w > max_busy_w_) {
+      max_busy_w_ = power_w;
+      if (!compute_learned_) ++version_;  // observed_compute_w() moved
+    }
     // Pegged readings below the communication level may be a spin: learn its level at once
     // rather than at the next scheduled recompute (which is thousands of readings apart).
     if (!spin_w_ && power_w < floor_w_ + kCommLevelFrac * design_range_w() &&
@@ -137,6 +140,7 @@ double PowerCalibration::Percentile(const std::vector<uint32_t>& hist, uint64_t 
 }
 
 void PowerCalibration::Recompute() {
+  ++version_;
   since_recompute_ = 0;
   const bool have_obs = all_count_ >= kMinObserved;
   const double obs_floor = have_obs ? Percentile(all_hist_, all_count_, 0.01) : 0;

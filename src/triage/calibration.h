@@ -42,6 +42,10 @@ class PowerCalibration {
   // pegged readings), the highest pegged reading before that (a 15 s log reaches 20 in 5
   // minutes; the prior can sit far from any reading), 0 before any.
   double observed_compute_w() const { return compute_learned_ ? compute_w_ : max_busy_w_; }
+  // Changes whenever floor, top, design range or compute level may have (each recompute), and
+  // when observed_compute_w() rises before the compute level is learned: what was worked out from
+  // them still holds while it stays the same.
+  uint64_t version() const { return version_; }
 
   // Power of a rank spinning in a collective, learned from the trace: the lowest cluster of
   // readings at >= 90 % utilization, well below where collectives that move data sit
@@ -114,6 +118,7 @@ class PowerCalibration {
   uint64_t busy_count_ = 0;
   double max_busy_w_ = 0;         // the highest reading at >= 90 % utilization
   bool compute_learned_ = false;  // compute_w_ came from the readings (Recompute)
+  uint64_t version_ = 0;          // version()
   uint64_t unpegged_count_ = 0;
   uint64_t util_count_ = 0;  // readings with utilization logged  // readings without utilization,
                              // or below kPeggedUtilPct

@@ -70,16 +70,18 @@ bool IsStarved(const WindowStats& w, LocalClass now, ProcState proc, const Thres
   return std::max(w.partial, w.midband) * 100 >= w.samples * t.starve_partial_pct;
 }
 
+std::optional<PowerBandEdges> BandEdges(double floor_w, double compute_level_w,
+                                        double design_range_w, const Thresholds& t) {
+  const double span = compute_level_w - floor_w;
+  if (!(design_range_w > 0) || !(span >= t.eval_min_span_frac * design_range_w)) {
+    return std::nullopt;
+  }
+  return PowerBandEdges{floor_w + t.eval_rest_frac * span, floor_w + t.eval_high_frac * span};
+}
+
 PowerBand PlacePowerBand(double power_w, double floor_w, double compute_level_w,
                          double design_range_w, const Thresholds& t) {
-  const double span = compute_level_w - floor_w;
-  if (std::isnan(power_w) || !(design_range_w > 0) ||
-      span < t.eval_min_span_frac * design_range_w) {
-    return PowerBand::kUnknown;
-  }
-  const double rel = (power_w - floor_w) / span;
-  if (rel <= t.eval_rest_frac) return PowerBand::kRest;
-  return rel >= t.eval_high_frac ? PowerBand::kHigh : PowerBand::kMiddle;
+  return PlacePowerBand(power_w, BandEdges(floor_w, compute_level_w, design_range_w, t));
 }
 
 bool IsBurstyWork(const WindowStats& w, bool starved, double interval_s, const Thresholds& t) {
@@ -87,8 +89,8 @@ bool IsBurstyWork(const WindowStats& w, bool starved, double interval_s, const T
   // Every sample of the window placed, none at rest, none reaching the compute level but the
   // training step before the pass where sampling resolves it.
   const bool resolves_bursts = interval_s <= t.eval_lag_run_max_interval_s;
-  return w.power_placed >= t.starve_min_samples && w.power_placed == w.samples &&
-         w.power_rest == 0 && (resolves_bursts ? w.power_high_runs <= 1 : w.power_high == 0);
+  return w.samples >= t.starve_min_samples && w.power_unplaced == 0 && w.power_rest == 0 &&
+         (resolves_bursts ? w.power_high_runs <= 1 : w.power_high == 0);
 }
 
 JobMode ClassifyJob(const JobCounts& c) {

@@ -127,12 +127,13 @@ struct WindowStats {
   int midband = 0;
   double util_sum = 0;
   int util_samples = 0;
-  // Power readings placed against the GPU's compute level (PowerBand), how many sat at rest, and
-  // how many reached the compute level while utilization read below pegged (the power of a
-  // training step that just ended), and in how many runs. No rest and no such reading (where
-  // sampling resolves bursts: at most one run, the end of the training before an evaluation pass)
-  // in a bursty window is bursty work.
-  int power_placed = 0;
+  // Power readings against the GPU's compute level (PowerBand): how many could not be placed, how
+  // many sat at rest while utilization read below pegged (a wait for input), how many reached the
+  // compute level while utilization read below pegged (the power of a training step that just
+  // ended), and in how many runs. All placed, no rest and no such reading (where sampling
+  // resolves bursts: at most one run, the end of the training before an evaluation pass) in a
+  // bursty window is bursty work.
+  int power_unplaced = 0;
   int power_rest = 0;
   int power_high = 0;
   int power_high_runs = 0;
@@ -141,6 +142,20 @@ struct WindowStats {
 
 // Where one power reading sits between the GPU's floor and its compute level (Thresholds::eval_*).
 enum class PowerBand : uint8_t { kUnknown, kRest, kMiddle, kHigh };
+// The band's edges in watts for one calibration (the engine keeps them while it holds): at or
+// below rest_w is rest, at or above high_w high. nullopt where the compute level stands less than
+// eval_min_span_frac of the design range above the floor (no real work seen to compare with).
+struct PowerBandEdges {
+  double rest_w;
+  double high_w;
+};
+std::optional<PowerBandEdges> BandEdges(double floor_w, double compute_level_w,
+                                        double design_range_w, const Thresholds& t);
+inline PowerBand PlacePowerBand(double power_w, const std::optional<PowerBandEdges>& edges) {
+  if (!edges || !(power_w == power_w)) return PowerBand::kUnknown;  // (NaN: not logged)
+  if (power_w <= edges->rest_w) return PowerBand::kRest;
+  return power_w >= edges->high_w ? PowerBand::kHigh : PowerBand::kMiddle;
+}
 PowerBand PlacePowerBand(double power_w, double floor_w, double compute_level_w,
                          double design_range_w, const Thresholds& t);
 

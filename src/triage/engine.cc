@@ -50,6 +50,7 @@ struct TriageEngine::Gpu {
   std::deque<std::pair<int64_t, ActivityReading>> pending_activity;
   ThermalLevels thermal;         // its temperature while computing and while quiet (thermal.h)
   bool thermal_counted = false;  // counted in thermal_gpus_
+  int64_t thermal_ms = INT64_MIN / 2;  // the last reading NoteTemperature took
 };
 
 double GpuStats::total_seconds() const {
@@ -341,7 +342,8 @@ void TriageEngine::Classify(Gpu& g, const SampleFeatures& f) {
   const GpuState state = decided.state;
   const double share = decided.compute_share;
   const bool quiet_held = decided.quiet_held;
-  if (!std::isnan(f.temperature_c)) NoteTemperature(g, f, state);
+  // Temperature from at most one reading a second (smoothed, and the working and quiet levels).
+  if (!std::isnan(f.temperature_c) && now_ms - g.thermal_ms >= 1000) NoteTemperature(g, f, state);
 
   if (!g.has_live || g.live != state) {
     if (observer_ && g.has_live) observer_->OnStateChange(key, g.live, state, now_ms);
@@ -454,16 +456,21 @@ std::string TriageEngine::stragglers_unknown() const {
 }
 
 void TriageEngine::NoteTemperature(Gpu& g, const SampleFeatures& f, GpuState state) {
+  SmoothTemperature(f.temperature_c, f.t_ms, &views_[g.view]);
   // Working: computing at power (not bursts, not a wait); quiet: no kernels.
+  g.thermal_ms = f.t_ms;  // (at most one reading a second looked at, taken or not)
+  bool changed = false;
   if (state == GpuState::kCompute && f.cls == LocalClass::kBusy && !f.starved && !f.bursty_work) {
-    g.thermal.AddWork(f.temperature_c);
+    changed = g.thermal.AddWork(f.temperature_c);
   } else if (f.cls == LocalClass::kLow || f.cls == LocalClass::kGone) {
-    g.thermal.AddQuiet(f.temperature_c);
+    changed = g.thermal.AddQuiet(f.temperature_c);
   } else {
     return;
   }
+  if (!changed) return;  // the medians are as they were
   GpuView& v = views_[g.view];
-  const auto levels = g.thermal.Informative(ThermalThresholds{});
+  constexpr ThermalThresholds kThermal{};
+  const auto levels = g.thermal.Informative(kThermal);
   v.temp_work_c = levels ? static_cast<float>(levels->work_c) : NAN;
   v.temp_quiet_c = levels ? static_cast<float>(levels->quiet_c) : NAN;
   if (levels.has_value() != g.thermal_counted) {

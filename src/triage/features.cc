@@ -11,6 +11,13 @@ namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
+// Pending::eval_bits (IsBurstyWork's counts).
+constexpr int kUnplacedBit = 1;  // power not placed in a band (PowerBand::kUnknown)
+constexpr int kRestBit = 2;      // at rest, utilization below pegged
+constexpr int kHighBit = 4;      // ... high while utilization read below pegged
+constexpr int kHighRunBit = 8;   // ... the first of a run of those
+constexpr int kDipBit = 16;      // utilization fell below pegged here
+
 bool IsBusyLike(LocalClass c) { return c == LocalClass::kBusy || c == LocalClass::kSpin; }
 
 }  // namespace
@@ -53,18 +60,26 @@ bool GpuWindows::Add(const GpuSample& s) {
   p.proc = ClassifyProc(s.mem_used_mib, peak_mem_mib_, options_.thresholds);
   p.power_frac = power ? cal_.Normalize(*power) : kNaN;
   p.temperature_c = s.temperature_c ? static_cast<float>(*s.temperature_c) : NAN;
-  p.band = PlacePowerBand(p.power_w, cal_.floor_w(), cal_.observed_compute_w(),
-                          cal_.design_range_w(), options_.thresholds);
+  // The band's edges follow the calibration, which changes every few hundred readings.
+  if (cal_.version() != edges_version_) {
+    edges_version_ = cal_.version();
+    edges_ = BandEdges(cal_.floor_w(), cal_.observed_compute_w(), cal_.design_range_w(),
+                       options_.thresholds);
+  }
+  const PowerBand band = PlacePowerBand(p.power_w, edges_);
   // High power counts where utilization says the kernels paused (power lags by its ~1 s average:
   // a starving GPU's gap right after a training step still reads the step's power); pegged
   // readings at high power are training. Counted once per run of such readings.
-  const bool high_paused = p.band == PowerBand::kHigh && s.util_gpu_pct &&
-                           *s.util_gpu_pct < options_.thresholds.spin_util_pct;
-  p.high_paused = high_paused;
-  p.high_run_start = high_paused && !high_paused_last_;
-  high_paused_last_ = high_paused;
   const bool pegged = s.util_gpu_pct && *s.util_gpu_pct >= options_.thresholds.spin_util_pct;
-  p.dip = s.util_gpu_pct && !pegged && pegged_last_;
+  const bool high_paused = band == PowerBand::kHigh && s.util_gpu_pct && !pegged;
+  // Rest counts where utilization is not pegged too (a starving GPU's waits; a pegged reading at
+  // rest power is a spin, which IsStarved weighs). Most samples set no bit: training, a spin.
+  p.eval_bits = static_cast<uint8_t>((band == PowerBand::kUnknown ? kUnplacedBit : 0) |
+                                     (band == PowerBand::kRest && !pegged ? kRestBit : 0) |
+                                     (high_paused ? kHighBit : 0) |
+                                     (high_paused && !high_paused_last_ ? kHighRunBit : 0) |
+                                     (s.util_gpu_pct && !pegged && pegged_last_ ? kDipBit : 0));
+  high_paused_last_ = high_paused;
   pegged_last_ = pegged;
   LocalInput in;
   in.util_pct = s.util_gpu_pct;
@@ -192,12 +207,12 @@ SampleFeatures GpuWindows::Classify(size_t index) {
     if (q.cls == LocalClass::kLow) w_.low += sign;
     if (q.cls == LocalClass::kPartial) w_.partial += sign;
     if (q.transition) w_.transitions += sign;
-    if (q.band != PowerBand::kUnknown) {
-      w_.power_placed += sign;
-      if (q.band == PowerBand::kRest) w_.power_rest += sign;
-      if (q.high_paused) w_.power_high += sign;
-      if (q.high_paused && q.high_run_start) w_.power_high_runs += sign;
-      if (q.dip) w_.dips += sign;
+    if (const int b = q.eval_bits; b != 0) {  // (rarely: most samples set none)
+      w_.power_unplaced += sign * (b & kUnplacedBit);
+      w_.power_rest += sign * ((b & kRestBit) >> 1);
+      w_.power_high += sign * ((b & kHighBit) >> 2);
+      w_.power_high_runs += sign * ((b & kHighRunBit) >> 3);
+      w_.dips += sign * ((b & kDipBit) >> 4);
     }
   };
   while (hi_ < win_.size() && win_[hi_].t_ms <= p.t_ms + half_ms) add(win_[hi_++], +1);
@@ -237,8 +252,9 @@ SampleFeatures GpuWindows::Classify(size_t index) {
   f.cls = cls;
   f.blind = p.blind && cls == LocalClass::kBusy;
   f.starved = IsStarved(w_, cls, p.proc, options_.thresholds);
-  f.bursty_work =
-      cls != LocalClass::kGone && IsBurstyWork(w_, f.starved, interval_s_, options_.thresholds);
+  f.bursty_work = (f.starved || w_.dips >= options_.thresholds.eval_min_dips) &&
+                  cls != LocalClass::kGone &&
+                  IsBurstyWork(w_, f.starved, interval_s_, options_.thresholds);
   // Is this spin part of a sustained wait? The window reaches into the future, so a wait is known
   // for what it is from its first sample, not a second later.
   if (cls == LocalClass::kSpin) {

@@ -96,10 +96,7 @@ class GpuWindows {
     bool lost;                  // the GPU was reported lost: no process can run on it
     bool blind;                 // no power nor activity counters: a spin would read as busy
     bool moves_data;            // MovesData: memory or link traffic logged
-    PowerBand band;             // PlacePowerBand at Add time
-    bool high_paused;           // high power (PowerBand) at utilization below pegged
-    bool high_run_start;        // the first of a run of high_paused readings
-    bool dip;                   // utilization fell below pegged at this sample
+    uint8_t eval_bits;          // its part in IsBurstyWork's counts (features.cc k*Bit)
     float temperature_c;        // NaN when not logged
   };
 
@@ -150,7 +147,10 @@ class GpuWindows {
   std::optional<bool> settled_busy_;
   int64_t last_in_ms_;
   bool high_paused_last_ = false;  // the last sample added read high power at paused utilization
-  bool pegged_last_ = false;       // the last sample added read pegged utilization
+  // PlacePowerBand's edges for the calibration they were worked out for.
+  std::optional<PowerBandEdges> edges_;
+  uint64_t edges_version_ = ~uint64_t{0};  // PowerCalibration::version() they are for
+  bool pegged_last_ = false;               // the last sample added read pegged utilization
   double interval_s_ = 0;
 };
 

@@ -11,17 +11,14 @@
 #include "triage/thermal.h"
 
 namespace ww::triage {
+namespace {
+constexpr ThermalThresholds kThermal{};
+}  // namespace
 
 void ApplySample(const SampleFeatures& f, GpuView* v) {
   if (f.cls == LocalClass::kSpin && (!v->classified || v->cls != LocalClass::kSpin)) {
     v->spin_since_ms = f.t_ms;
     v->temp_onset_c = v->temp_c;  // as it was before the spin began
-  }
-  if (!std::isnan(f.temperature_c)) {
-    const double w =
-        std::isnan(v->temp_c) ? 1 : ThermalSmoothingWeight(f.dt_s, ThermalThresholds{});
-    v->temp_c = static_cast<float>(
-        std::isnan(v->temp_c) ? f.temperature_c : v->temp_c + w * (f.temperature_c - v->temp_c));
   }
   if (f.cls == LocalClass::kGone && (!v->classified || v->cls != LocalClass::kGone)) {
     v->gone_since_ms = f.t_ms;
@@ -56,6 +53,16 @@ bool WithinStaleLimit(int64_t age_ms, double stale_s) {
 }
 
 }  // namespace
+
+void SmoothTemperature(double temp_c, int64_t t_ms, GpuView* v) {
+  const double w =
+      std::isnan(v->temp_c)
+          ? 1
+          : ThermalSmoothingWeight(static_cast<double>(t_ms - v->temp_ms) / 1000.0, kThermal);
+  v->temp_c =
+      static_cast<float>(std::isnan(v->temp_c) ? temp_c : v->temp_c + w * (temp_c - v->temp_c));
+  v->temp_ms = t_ms;
+}
 
 bool IsActiveInJob(const GpuView& v, int64_t now_ms, const TriageOptions& options) {
   if (!v.classified || !v.in_job) return false;

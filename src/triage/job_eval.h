@@ -51,6 +51,7 @@ struct GpuView {
   // Temperature (thermal.h), NaN where not logged: smoothed now, smoothed when the current spin
   // began, and the GPU's working and quiet levels where its log's temperature follows the load.
   float temp_c = std::numeric_limits<float>::quiet_NaN();
+  int64_t temp_ms = 0;  // when temp_c was last updated
   float temp_onset_c = std::numeric_limits<float>::quiet_NaN();
   float temp_work_c = std::numeric_limits<float>::quiet_NaN();
   float temp_quiet_c = std::numeric_limits<float>::quiet_NaN();
@@ -58,6 +59,10 @@ struct GpuView {
 
 // The view after one more classified sample of its GPU.
 void ApplySample(const SampleFeatures& f, GpuView* view);
+// One more temperature reading into the view's smoothed temperature (GpuView::temp_c). The engine
+// passes at most one a second: temperature moves over seconds, and a 100 ms log then pays for a
+// tenth of its readings.
+void SmoothTemperature(double temp_c, int64_t t_ms, GpuView* v);
 
 // The GPU counts in job decisions at now_ms: classified, in the job, and not silent for longer
 // than stale_s (or stale_intervals of its own spacing, whichever is longer).

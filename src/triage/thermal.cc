@@ -8,10 +8,11 @@
 namespace ww::triage {
 namespace {
 
-// Medians are recomputed at these counts, then every kEvery readings: O(1) per reading on average.
+// Medians are recomputed at each of the first kEvery readings, then every kEvery: O(1) per reading
+// on average (the engine takes at most one reading a second).
 constexpr uint32_t kEvery = 64;
 
-bool RecomputeAt(uint32_t n) { return n <= kEvery ? (n & (n - 1)) == 0 || n % 8 == 0 : n % kEvery == 0; }
+bool RecomputeAt(uint32_t n) { return n <= kEvery || n % kEvery == 0; }
 
 double Median(const std::array<uint32_t, 128>& hist, uint32_t n) {
   const uint32_t half = (n + 1) / 2;
@@ -25,16 +26,22 @@ double Median(const std::array<uint32_t, 128>& hist, uint32_t n) {
 
 }  // namespace
 
-void ThermalLevels::Add(double temp_c, std::array<uint32_t, kBins>* hist, uint32_t* n,
+bool ThermalLevels::Add(double temp_c, std::array<uint32_t, kBins>* hist, uint32_t* n,
                         double* median) {
-  if (!std::isfinite(temp_c) || temp_c < 0 || temp_c >= kBins) return;  // not a board reading
-  ++(*hist)[static_cast<size_t>(std::lround(std::min(temp_c, kBins - 1.0)))];
+  if (!std::isfinite(temp_c) || temp_c < 0 || temp_c >= kBins) return false;  // no board's
+  ++(*hist)[static_cast<size_t>(std::min(temp_c + 0.5, kBins - 1.0))];        // rounded to 1 °C
   ++*n;
-  if (RecomputeAt(*n)) *median = Median(*hist, *n);
+  if (!RecomputeAt(*n)) return false;
+  *median = Median(*hist, *n);
+  return true;
 }
 
-void ThermalLevels::AddWork(double temp_c) { Add(temp_c, &work_, &work_n_, &work_median_c_); }
-void ThermalLevels::AddQuiet(double temp_c) { Add(temp_c, &quiet_, &quiet_n_, &quiet_median_c_); }
+bool ThermalLevels::AddWork(double temp_c) {
+  return Add(temp_c, &work_, &work_n_, &work_median_c_);
+}
+bool ThermalLevels::AddQuiet(double temp_c) {
+  return Add(temp_c, &quiet_, &quiet_n_, &quiet_median_c_);
+}
 
 std::optional<ThermalLevels::Levels> ThermalLevels::Informative(const ThermalThresholds& t) const {
   if (work_n_ < static_cast<uint32_t>(t.min_work_readings) ||

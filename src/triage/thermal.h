@@ -41,8 +41,9 @@ struct ThermalThresholds {
 // 1 °C bins over 0-127 °C. Adding is O(1); the medians are recomputed every few readings.
 class ThermalLevels {
  public:
-  void AddWork(double temp_c);
-  void AddQuiet(double temp_c);
+  // True when the medians were recomputed (Informative may answer otherwise than before).
+  bool AddWork(double temp_c);
+  bool AddQuiet(double temp_c);
   // The working and quiet medians, once both have enough readings and the working one stands at
   // least min_spread_c above the quiet one; nullopt otherwise (the column is no evidence here).
   struct Levels {
@@ -53,7 +54,7 @@ class ThermalLevels {
 
  private:
   static constexpr int kBins = 128;
-  static void Add(double temp_c, std::array<uint32_t, kBins>* hist, uint32_t* n, double* median);
+  static bool Add(double temp_c, std::array<uint32_t, kBins>* hist, uint32_t* n, double* median);
   std::array<uint32_t, kBins> work_{};
   std::array<uint32_t, kBins> quiet_{};
   uint32_t work_n_ = 0;
@@ -64,11 +65,11 @@ class ThermalLevels {
 
 // One spinning member of a hang candidate, as temperature sees it (GpuView's thermal fields).
 struct ThermalReading {
-  double now_c;       // smoothed temperature now
-  double onset_c;     // smoothed temperature when its current spin began
-  double work_c;      // ThermalLevels::Levels
+  double now_c;    // smoothed temperature now
+  double onset_c;  // smoothed temperature when its current spin began
+  double work_c;   // ThermalLevels::Levels
   double quiet_c;
-  double waited_s;    // how long it has spun
+  double waited_s;  // how long it has spun
 };
 
 // Why this member is still working by its temperature (it began its wait as hot as it computes

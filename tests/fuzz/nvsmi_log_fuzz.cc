@@ -37,6 +37,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string& path = file.path();
 
   TriageOnce(path, {});
+  ww::ReplayOptions triage_fields;  // as `triage` itself reads it (cmd_triage.cc)
+  triage_fields.triage_fields_only = true;
+  TriageOnce(path, triage_fields);
   ww::ReplayOptions headerless;
   headerless.query =
       "timestamp,index,uuid,power.draw,power.draw.instant,enforced.power.limit,utilization.gpu,"

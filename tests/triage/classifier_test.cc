@@ -213,7 +213,7 @@ TEST(ClassifierTest, IsBurstyWork) {
   auto w = [](int samples, int placed, int rest, int high, int runs, int dips) {
     WindowStats s;
     s.samples = samples;
-    s.power_placed = placed;
+    s.power_unplaced = samples - placed;
     s.power_rest = rest;
     s.power_high = high;
     s.power_high_runs = runs;

@@ -111,9 +111,10 @@ std::string EightH100s(const std::function<double(double)>& temp_after, bool sav
         temp = temp_after(s - onset);
       }
       const int t = 1740830400 + s;  // 2025-03-01T12:00:00Z
-      out += fmt::format("2025/03/01 12:{:02d}:{:02d}.000, {}, NVIDIA H100 80GB HBM3, {:.1f} W, "
-                         "700.00 W, {:.0f} %, {:.0f} MiB, {:.0f}\n",
-                         (t / 60) % 60, t % 60, g, power, util, mem, std::round(temp));
+      out += fmt::format(
+          "2025/03/01 12:{:02d}:{:02d}.000, {}, NVIDIA H100 80GB HBM3, {:.1f} W, "
+          "700.00 W, {:.0f} %, {:.0f} MiB, {:.0f}\n",
+          (t / 60) % 60, t % 60, g, power, util, mem, std::round(temp));
     }
   }
   return out;
@@ -156,14 +157,12 @@ TEST(ThermalEvidence, BoardsThatCoolAreConfirmedWithTheCoolingAsAReason) {
   ::ww::testing::TempDir tmp;
   // A real wait: the boards cool toward ~42 °C (time constant 20 s).
   const auto j = Triage(
-      tmp.Write("cooling.csv",
-                EightH100s([](double s) { return 42 + 24 * std::exp(-s / 20.0); })),
+      tmp.Write("cooling.csv", EightH100s([](double s) { return 42 + 24 * std::exp(-s / 20.0); })),
       3);
   ASSERT_EQ(j["hang_episodes"].size(), 1u) << j.dump(1).substr(0, 2000);
   EXPECT_EQ(j["hang_verdict"], "confirmed");
   EXPECT_LE(ConfirmedAfterS(j), 31);
-  EXPECT_NE(j["hang_episodes"][0]["reasons"].dump().find("cooled from 66 °C to"),
-            std::string::npos)
+  EXPECT_NE(j["hang_episodes"][0]["reasons"].dump().find("cooled from 66 °C to"), std::string::npos)
       << j["hang_episodes"][0]["reasons"].dump(1);
 }
 
@@ -177,10 +176,10 @@ TEST(ThermalEvidence, ASlowCoolingBoardIsConfirmedOnTimeAVerySlowOneLater) {
   EXPECT_LE(ConfirmedAfterS(slow), 31);
   // 20 minutes (no real board: a generator's lag): held until it has cooled 1.5 °C, then
   // confirmed. Temperature delays a confirmation; it never drops a wait that cools.
-  const auto glacial = Triage(
-      tmp.Write("glacial.csv",
-                EightH100s([](double s) { return 42 + 24 * std::exp(-s / 1200.0); })),
-      3);
+  const auto glacial =
+      Triage(tmp.Write("glacial.csv",
+                       EightH100s([](double s) { return 42 + 24 * std::exp(-s / 1200.0); })),
+             3);
   ASSERT_EQ(glacial["hang_episodes"].size(), 1u) << glacial.dump(1).substr(0, 2000);
   const double after = ConfirmedAfterS(glacial);
   EXPECT_GT(after, 40) << "held while it had not cooled";

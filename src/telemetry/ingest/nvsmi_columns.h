@@ -51,6 +51,13 @@ struct Column {
   // counted for the warnings (a documented skip), with the first such line.
   int64_t absent_rows = 0;
   int64_t first_absent_line = 0;
+  // Columns that repeat row after row (power.limit, memory.total: one value per board, the same
+  // on every GPU of a model) keep their last field's text and what it parsed to, so an identical
+  // field is not parsed again (ParseNumber is a pure function of the text). Fields this short only.
+  bool repeats = false;
+  std::string last_text;
+  double last_value = 0;
+  bool last_valid = false;  // last_text parsed to a plausible number (last_value)
 };
 
 // Maps a --query-gpu / CSV header name (units stripped, lower case) to a column.

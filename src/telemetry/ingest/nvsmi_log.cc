@@ -76,6 +76,8 @@ Status NvsmiLogSource::FinishHeader(int64_t line) {
       }
     }
     c.member = MemberFor(c.col);
+    c.repeats =
+        c.col == Col::kPowerLimit || c.col == Col::kEnforcedLimit || c.col == Col::kMemTotal;
     if (c.member != nullptr &&
         std::find(reset_members_.begin(), reset_members_.end(), c.member) == reset_members_.end()) {
       reset_members_.push_back(c.member);

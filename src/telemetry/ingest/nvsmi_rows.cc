@@ -145,7 +145,7 @@ Result<bool> NvsmiLogSource::ReadRow(Row* out) {
           break;
         case Col::kIndex: {
           double v;
-          Parse p = ParseNumber(f, &v);
+          const Parse p = ParseSmallUint(f, &v) ? Parse::kOk : ParseNumber(f, &v);
           if (p == Parse::kOk && v >= 0 && v < 4096 && v == std::floor(v)) {
             row.index = static_cast<int>(v);
           } else if (IsGpuLost(f)) {
@@ -211,8 +211,19 @@ Result<bool> NvsmiLogSource::ReadRow(Row* out) {
         }
         default: {
           double v;
-          Parse p = ParseNumber(f, &v);
-          if (p == Parse::kOk && (v < c.lo || v > c.hi)) p = Parse::kImplausible;
+          Parse p;
+          if (c.repeats && c.last_valid && f == c.last_text) {
+            v = c.last_value;  // the same text as the row before: the same number
+            p = Parse::kOk;
+          } else {
+            p = c.col == Col::kTemp && ParseSmallUint(f, &v) ? Parse::kOk : ParseNumber(f, &v);
+            if (p == Parse::kOk && (v < c.lo || v > c.hi)) p = Parse::kImplausible;
+            if (c.repeats && f.size() <= 32) {
+              c.last_text.assign(f);
+              c.last_valid = p == Parse::kOk;
+              c.last_value = v;
+            }
+          }
           // Triage reads the temperature as supporting evidence only (triage/thermal.h): a cell
           // it cannot use drops that reading, never the row, and is not reported.
           if (p != Parse::kOk && options_.triage_fields_only && c.col == Col::kTemp) break;

@@ -28,6 +28,24 @@ enum class Parse { kOk, kMissing, kBad, kImplausible };
 // exact up to 15 digits.
 Parse ParseNumber(std::string_view s, double* out);
 
+// The commonest field of all, inline: 1-4 digits between spaces (a GPU index, a temperature).
+// False for anything else, which ParseNumber then reads (the same value where both read it).
+inline bool ParseSmallUint(std::string_view s, double* out) {
+  size_t i = 0;
+  const size_t n = s.size();
+  while (i < n && s[i] == ' ') ++i;
+  unsigned v = 0;
+  const size_t first = i;
+  while (i < n && i - first < 4 && static_cast<unsigned>(s[i] - '0') < 10) {
+    v = v * 10 + static_cast<unsigned>(s[i++] - '0');
+  }
+  if (i == first) return false;
+  while (i < n && (s[i] == ' ' || s[i] == '\r')) ++i;
+  if (i != n) return false;
+  *out = v;
+  return true;
+}
+
 // Text from a log (GPU names, uuids, values quoted in warnings) ends up in the JSON report, which
 // must be valid UTF-8: a byte that does not start a well-formed sequence becomes U+FFFD.
 std::string ValidUtf8(std::string_view s);

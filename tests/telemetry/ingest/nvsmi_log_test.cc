@@ -314,6 +314,28 @@ TEST(NvsmiLogTest, FailedReadingsAreAbsentNeverZero) {
   }
 }
 
+TEST(NvsmiLogTest, TriageReadsTemperatureAsEvidenceABadCellDropsOnlyIt) {
+  // Triage's reading (triage_fields_only) parses temperature.gpu for the thermal evidence
+  // (triage/thermal.h) but never lets it cost a row: garbage, out of range or [N/A] drop the
+  // reading and nothing else, where the full reader rejects a garbage row.
+  TempDir dir;
+  const std::string path = dir.Write(
+      "a.csv", "timestamp, index, power.draw [W], utilization.gpu [%], temperature.gpu\n" + Ts(0) +
+                   ", 0, 300.00 W, 97 %, 61\n" + Ts(0) + ", 1, 301.00 W, 97 %, hot\n" + Ts(0) +
+                   ", 2, 302.00 W, 97 %, 900\n" + Ts(0) + ", 3, 303.00 W, 97 %, [N/A]\n");
+  ReplayOptions o;
+  o.triage_fields_only = true;
+  ReadAll r = ReadReplay({path}, o);
+  ASSERT_TRUE(r.status.ok()) << r.status.message();
+  ASSERT_EQ(r.samples.size(), 4u) << "no row lost to its temperature";
+  EXPECT_THAT(r.samples[0].temperature_c, Optional(61.0));
+  for (size_t i = 1; i < 4; ++i) {
+    EXPECT_FALSE(r.samples[i].temperature_c.has_value()) << i;
+    EXPECT_THAT(r.samples[i].power_w, Optional(300.0 + static_cast<double>(i)));
+  }
+  EXPECT_THAT(r.warnings, IsEmpty());
+}
+
 // nvidia-smi --query-gpu=timestamp,power.draw,... without index: 8 rows per tick, rows a
 // millisecond apart, ticks 100 ms apart; memory.used = 1000 + the GPU's real index, so every row
 // says where it belongs. One tick stalls 250 ms (longer than the interval) between two rows.

@@ -64,6 +64,23 @@ TEST(ParseNumberTest, OneRuleForEveryForm) {
   }
 }
 
+TEST(ParseNumberTest, TheInlineSmallIntegerPathAgreesWithTheRule) {
+  // ParseSmallUint reads what it can (1-4 digits between spaces) as ParseNumber does and leaves
+  // everything else to it.
+  for (const std::string t : {"0", " 7", "15 ", " 66 \r", "0012", "4095", "9999"}) {
+    double a = -1, b = -2;
+    ASSERT_TRUE(ParseSmallUint(t, &a)) << t;
+    ASSERT_EQ(ParseNumber(t, &b), Parse::kOk) << t;
+    EXPECT_EQ(a, b) << t;
+  }
+  for (const std::string t : {"", " ", "12345", "-1", "+1", "1.5", "66 C", "\t7", "[N/A]", "0x1",
+                              "7 7", "\"7\"", "1e2"}) {
+    double v = -1;
+    EXPECT_FALSE(ParseSmallUint(t, &v)) << t;
+    EXPECT_EQ(v, -1) << "untouched: " << t;
+  }
+}
+
 TEST(ParseNumberTest, RepeatedHeadersNoteNamesTheFirstRepeats) {
   EXPECT_EQ(RepeatedHeadersNote(1, 1, {5}),
             "skipped 1 repeated header line (identical to line 1); line 5");
