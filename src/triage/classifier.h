@@ -56,13 +56,15 @@ struct Thresholds {
   double spin_link_bytes_per_s_max = 50e6;
   // Bursts and gaps whose power never leaves the middle are work, not starvation (an evaluation
   // pass: forward-only batches at moderate power with host-side gaps shorter than power's ~1 s
-  // average). Power is placed on [floor, the GPU's compute level]: a starving GPU's waits last
-  // long enough to fall to its rest (at or below eval_rest_frac) or its bursts are training steps
-  // that reach the compute level (at or above eval_high_frac); an evaluation pass does neither.
-  // Only where the GPU's compute level stands at least eval_min_span_frac of the board's design
-  // range above its floor (the log showed real work to compare with).
+  // average). Power is placed on [floor, the GPU's compute level], and readings at utilization
+  // below pegged are looked at: a starving GPU's waits last long enough to fall to its rest (at or
+  // below eval_rest_frac) or its gaps still read a training step's power (at or above
+  // eval_high_frac); an evaluation pass does neither. Only where the GPU's compute level stands at
+  // least eval_min_span_frac of the board's design range above its floor (the log showed real
+  // work to compare with).
   double eval_rest_frac = 0.25;
   double eval_high_frac = 0.6;
+  double eval_min_span_frac = 0.3;
   // Where sampling resolves bursts (at most this interval), one run of high readings is allowed:
   // the end of the training step before the pass, its power lagging into the first gaps.
   double eval_lag_run_max_interval_s = 2;
@@ -70,7 +72,6 @@ struct Thresholds {
   // of utilization below spin_util_pct in the window. A training GPU reads pegged utilization
   // through its collectives; an evaluation pass dips between batches.
   int eval_min_dips = 3;
-  double eval_min_span_frac = 0.3;
 };
 
 // The reading moved memory or bytes over PCIe/NVLink (each when logged): Thresholds above.

@@ -457,8 +457,8 @@ std::string TriageEngine::stragglers_unknown() const {
 
 void TriageEngine::NoteTemperature(Gpu& g, const SampleFeatures& f, GpuState state) {
   SmoothTemperature(f.temperature_c, f.t_ms, &views_[g.view]);
-  // Working: computing at power (not bursts, not a wait); quiet: no kernels.
   g.thermal_ms = f.t_ms;  // (at most one reading a second looked at, taken or not)
+  // Working: computing at power (not bursts, not a wait); quiet: no kernels.
   bool changed = false;
   if (state == GpuState::kCompute && f.cls == LocalClass::kBusy && !f.starved && !f.bursty_work) {
     changed = g.thermal.AddWork(f.temperature_c);
