@@ -84,15 +84,6 @@ PowerBand PlacePowerBand(double power_w, double floor_w, double compute_level_w,
   return PlacePowerBand(power_w, BandEdges(floor_w, compute_level_w, design_range_w, t));
 }
 
-bool IsBurstyWork(const WindowStats& w, bool starved, double interval_s, const Thresholds& t) {
-  if (!starved && w.dips < t.eval_min_dips) return false;
-  // Every sample of the window placed, none at rest, none reaching the compute level but the
-  // training step before the pass where sampling resolves it.
-  const bool resolves_bursts = interval_s <= t.eval_lag_run_max_interval_s;
-  return w.samples >= t.starve_min_samples && w.power_unplaced == 0 && w.power_rest == 0 &&
-         (resolves_bursts ? w.power_high_runs <= 1 : w.power_high == 0);
-}
-
 JobMode ClassifyJob(const JobCounts& c) {
   if (c.active == 0) return JobMode::kNoJob;
   const int alive = c.active - c.gone;

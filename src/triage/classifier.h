@@ -163,7 +163,16 @@ PowerBand PlacePowerBand(double power_w, double floor_w, double compute_level_w,
 // A bursty window (starved: IsStarved; or dipping, Thresholds::eval_min_dips) whose power stayed
 // in the middle: work in bursts (an evaluation pass), not a GPU waiting for its input nor a rank
 // splitting its time with collectives (Thresholds::eval_*). interval_s: the sample spacing.
-bool IsBurstyWork(const WindowStats& w, bool starved, double interval_s, const Thresholds& t);
+// Inline: GpuWindows asks it for every sample, and nearly every answer is the first line's.
+inline bool IsBurstyWork(const WindowStats& w, bool starved, double interval_s,
+                         const Thresholds& t) {
+  if (!starved && w.dips < t.eval_min_dips) return false;
+  // Every sample of the window placed, none at rest, none reaching the compute level but the
+  // training step before the pass where sampling resolves it.
+  const bool resolves_bursts = interval_s <= t.eval_lag_run_max_interval_s;
+  return w.samples >= t.starve_min_samples && w.power_unplaced == 0 && w.power_rest == 0 &&
+         (resolves_bursts ? w.power_high_runs <= 1 : w.power_high == 0);
+}
 
 // Bursts separated by waits while a process is alive: the input pipeline can't keep up.
 bool IsStarved(const WindowStats& w, LocalClass now, ProcState proc, const Thresholds& t);

@@ -50,7 +50,6 @@ struct TriageEngine::Gpu {
   std::deque<std::pair<int64_t, ActivityReading>> pending_activity;
   ThermalLevels thermal;         // its temperature while computing and while quiet (thermal.h)
   bool thermal_counted = false;  // counted in thermal_gpus_
-  int64_t thermal_ms = INT64_MIN / 2;  // the last reading NoteTemperature took
 };
 
 double GpuStats::total_seconds() const {
@@ -343,7 +342,9 @@ void TriageEngine::Classify(Gpu& g, const SampleFeatures& f) {
   const double share = decided.compute_share;
   const bool quiet_held = decided.quiet_held;
   // Temperature from at most one reading a second (smoothed, and the working and quiet levels).
-  if (!std::isnan(f.temperature_c) && now_ms - g.thermal_ms >= 1000) NoteTemperature(g, f, state);
+  if (!std::isnan(f.temperature_c) && now_ms - views_[g.view].temp_ms >= 1000) {
+    NoteTemperature(g, f, state);
+  }
 
   if (!g.has_live || g.live != state) {
     if (observer_ && g.has_live) observer_->OnStateChange(key, g.live, state, now_ms);
@@ -456,8 +457,7 @@ std::string TriageEngine::stragglers_unknown() const {
 }
 
 void TriageEngine::NoteTemperature(Gpu& g, const SampleFeatures& f, GpuState state) {
-  SmoothTemperature(f.temperature_c, f.t_ms, &views_[g.view]);
-  g.thermal_ms = f.t_ms;  // (at most one reading a second looked at, taken or not)
+  SmoothTemperature(f.temperature_c, f.t_ms, &views_[g.view]);  // (sets temp_ms: the rate)
   // Working: computing at power (not bursts, not a wait); quiet: no kernels.
   bool changed = false;
   if (state == GpuState::kCompute && f.cls == LocalClass::kBusy && !f.starved && !f.bursty_work) {

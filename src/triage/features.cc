@@ -252,9 +252,8 @@ SampleFeatures GpuWindows::Classify(size_t index) {
   f.cls = cls;
   f.blind = p.blind && cls == LocalClass::kBusy;
   f.starved = IsStarved(w_, cls, p.proc, options_.thresholds);
-  f.bursty_work = (f.starved || w_.dips >= options_.thresholds.eval_min_dips) &&
-                  cls != LocalClass::kGone &&
-                  IsBurstyWork(w_, f.starved, interval_s_, options_.thresholds);
+  f.bursty_work =
+      cls != LocalClass::kGone && IsBurstyWork(w_, f.starved, interval_s_, options_.thresholds);
   // Is this spin part of a sustained wait? The window reaches into the future, so a wait is known
   // for what it is from its first sample, not a second later.
   if (cls == LocalClass::kSpin) {

@@ -51,7 +51,8 @@ struct GpuView {
   // Temperature (thermal.h), NaN where not logged: smoothed now, smoothed when the current spin
   // began, and the GPU's working and quiet levels where its log's temperature follows the load.
   float temp_c = std::numeric_limits<float>::quiet_NaN();
-  int64_t temp_ms = 0;  // when temp_c was last updated
+  // When temp_c last took a reading (the engine takes at most one a second).
+  int64_t temp_ms = std::numeric_limits<int64_t>::min() / 2;
   float temp_onset_c = std::numeric_limits<float>::quiet_NaN();
   float temp_work_c = std::numeric_limits<float>::quiet_NaN();
   float temp_quiet_c = std::numeric_limits<float>::quiet_NaN();

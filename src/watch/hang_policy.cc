@@ -22,7 +22,7 @@ const char* HangVerdictName(HangVerdict v) {
 
 HangDecision DecideHang(int64_t now_ms, std::optional<int64_t> candidate_start_ms,
                         const std::vector<ProbeState>& probes, const HangPolicyOptions& options,
-                        bool needs_process_probe) {
+                        bool needs_process_probe, std::string_view thermal_hold) {
   HangDecision d;
   if (!candidate_start_ms) return d;
   for (const ProbeState& p : probes) {
@@ -71,6 +71,12 @@ HangDecision DecideHang(int64_t now_ms, std::optional<int64_t> candidate_start_m
           "after {:.0f} s without it (--peer-unknown-s)",
           p->kind, p->last_detail, d.needed_s));
     }
+    return d;
+  }
+  if (!thermal_hold.empty()) {
+    // A spinning rank still as hot as it computes is working (triage/thermal.h): no kill for it.
+    d.verdict = HangVerdict::kWaiting;
+    d.reasons.emplace_back(thermal_hold);
     return d;
   }
   d.verdict = HangVerdict::kConfirm;

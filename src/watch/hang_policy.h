@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace ww::watch {
@@ -51,9 +52,11 @@ struct HangDecision {
 // needs_process_probe: telemetry alone cannot call this candidate (a job of one GPU pegged at low
 // power, every rank quiet holding memory for less than --max-checkpoint-s): it is confirmed only
 // by a process probe that is read and sees nothing move for confirm_proc_s; without one it waits.
+// thermal_hold (HangCandidate::thermal_hold): a spinning rank is still as hot as it computes, so
+// what would be a confirmation waits, with that reason; progress still dismisses.
 HangDecision DecideHang(int64_t now_ms, std::optional<int64_t> candidate_start_ms,
                         const std::vector<ProbeState>& probes, const HangPolicyOptions& options,
-                        bool needs_process_probe = false);
+                        bool needs_process_probe = false, std::string_view thermal_hold = {});
 
 const char* HangVerdictName(HangVerdict v);
 

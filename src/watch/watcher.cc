@@ -400,12 +400,8 @@ void Watcher::Tick(const std::vector<GpuSample>& batch, int64_t now_ms) {
   PollProbes(now_ms);
   const auto cand = engine_.hang_candidate();
   last_decision_ = DecideHang(now_ms, cand ? std::optional<int64_t>(cand->start_ms) : std::nullopt,
-                              probe_states_, o_.policy, cand && cand->needs_process_probe);
-  if (last_decision_.verdict == HangVerdict::kConfirm && cand && !cand->thermal_hold.empty()) {
-    // A spinning rank still as hot as it computes is working (triage/thermal.h): no kill for it.
-    last_decision_.verdict = HangVerdict::kWaiting;
-    last_decision_.reasons = {cand->thermal_hold};
-  }
+                              probe_states_, o_.policy, cand && cand->needs_process_probe,
+                              cand ? std::string_view(cand->thermal_hold) : std::string_view());
   if (last_decision_.verdict == HangVerdict::kDismiss) {
     // Progress often dismisses a candidate within a second, tick after tick, through a whole
     // checkpoint: write it when a candidate had lasted 10 s, else at most once a minute.

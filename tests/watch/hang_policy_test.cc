@@ -218,6 +218,25 @@ TEST(HangPolicy, ACandidateTheGpusCannotCallWaitsForAProcessProbe) {
   EXPECT_EQ(DecideHang(kStart + 40'000, kStart, writing, {}, true).verdict, HangVerdict::kDismiss);
 }
 
+TEST(HangPolicy, ARankAsHotAsItComputesHoldsWhatWouldBeAConfirmation) {
+  // The engine's thermal hold (triage/thermal.h): a confirmation waits, with its reason; the
+  // usual waits and a dismissal are what they were.
+  const std::vector<ProbeState> quiet = {Probe("process", true, INT64_MIN, true)};
+  const std::string hold = "node0/GPU1 reads 66 °C 40 s into its wait, as hot as when it computed";
+  const auto h = DecideHang(kStart + 40'000, kStart, quiet, {}, false, hold);
+  EXPECT_EQ(h.verdict, HangVerdict::kWaiting);
+  ASSERT_EQ(h.reasons.size(), 1u);
+  EXPECT_EQ(h.reasons.front(), hold);
+  EXPECT_EQ(DecideHang(kStart + 40'000, kStart, quiet, {}, false, "").verdict,
+            HangVerdict::kConfirm)
+      << "without a hold, the same probes confirm";
+  const std::vector<ProbeState> writing = {Probe("process", true, kStart + 10'000, true, true)};
+  EXPECT_EQ(DecideHang(kStart + 40'000, kStart, writing, {}, false, hold).verdict,
+            HangVerdict::kDismiss);
+  EXPECT_EQ(DecideHang(kStart + 5'000, kStart, quiet, {}, false, hold).verdict,
+            HangVerdict::kWaiting);
+}
+
 TEST(HangPolicy, AHangConfirmedWithoutAPeerSaysSo) {
   const auto d = DecideHang(
       kStart + 310000, kStart,
